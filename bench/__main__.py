@@ -1,0 +1,61 @@
+"""``python -m bench [NAME ...]``: run benchmarks, print their tables, write ``build/bench/<name>.json``.
+
+A benchmark is a module ``bench/<name>.py`` with ``run() -> dict`` returning at least
+``{"tables": [{"title": str, "columns": [...], "rows": [[...], ...]}, ...]}``; every other key is
+saved in the JSON as well.
+"""
+
+import argparse
+import importlib
+import json
+import pkgutil
+import sys
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+import bench
+
+OUT = Path(__file__).resolve().parents[1] / "build" / "bench"
+
+
+def available():
+    return sorted(m.name for m in pkgutil.iter_modules(bench.__path__) if not m.name.startswith("_"))
+
+
+def print_tables(console, result):
+    for t in result.get("tables", []):
+        table = Table(title=t["title"])
+        for col in t["columns"]:
+            table.add_column(str(col), justify="right")
+        for row in t["rows"]:
+            table.add_row(*(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row))
+        console.print(table)
+
+
+def main(argv=None):
+    names = available()
+    ap = argparse.ArgumentParser(prog="python -m bench", description="weightstream benchmarks")
+    ap.add_argument("names", nargs="*", metavar="NAME", help=f"benchmarks to run (default all: {', '.join(names)})")
+    args = ap.parse_args(argv)
+    unknown = [n for n in args.names if n not in names]
+    if unknown:
+        ap.error(f"unknown benchmark(s) {', '.join(unknown)}; known: {', '.join(names)}")
+    console = Console()
+    OUT.mkdir(parents=True, exist_ok=True)
+    for name in args.names or names:
+        console.rule(f"bench {name}")
+        start = time.perf_counter()
+        result = importlib.import_module(f"bench.{name}").run()
+        result["wall_seconds"] = round(time.perf_counter() - start, 3)
+        print_tables(console, result)
+        path = OUT / f"{name}.json"
+        path.write_text(json.dumps(result, indent=2, default=float))
+        console.print(f"wrote {path} ({result['wall_seconds']} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
