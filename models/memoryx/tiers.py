@@ -1,0 +1,257 @@
+"""Memory tiers of MemoryX: a DRAM tier (an LRU cache with a byte budget) over a flash tier
+(one memory-mapped file per tensor in a directory).
+
+:class:`TieredStore` holds named float32/uint16 tensors. ``acquire(key)`` returns a writable array
+holding the tensor's current value and pins it; ``release(key, dirty)`` unpins it (``dirty`` says
+it was modified). Inside the budget a tensor is cached in DRAM: a miss reads it from flash, and
+to make room the least recently used *unpinned* tensors are evicted (written back to flash when
+dirty). A tensor that cannot be cached (larger than the budget, or the budget is held by pinned
+tensors) is worked on directly in its memory-mapped file, so a layer larger than the DRAM budget
+still trains, chunk by chunk. Without a flash directory and without a budget every tensor simply
+lives in DRAM.
+
+Counters (:meth:`TieredStore.counters`): DRAM ``hits``, ``misses``, ``evictions``, ``bytes_in``
+(flash to DRAM), ``bytes_out`` (DRAM to flash, write-backs); flash ``reads``, ``writes``,
+``bytes_read``, ``bytes_written`` (including direct memory-mapped access, counted as the whole
+tensor read on acquire and written on a dirty release), ``direct`` (acquires served from the map).
+"""
+
+import shutil
+import tempfile
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["TieredStore", "TierCounters"]
+
+
+class TierCounters(dict):
+    """Counters of one tier (a dict of ints)."""
+
+    def add(self, name, amount=1):
+        self[name] = self.get(name, 0) + amount
+
+
+class TieredStore:
+    """DRAM cache (``dram_budget_bytes``, ``None`` = unlimited) over flash files in ``flash_dir``.
+
+    With a budget but no ``flash_dir`` a private temporary directory is used (removed by
+    :meth:`close`). Keys are strings; file names are derived from an internal index, so any
+    key is allowed.
+    """
+
+    def __init__(self, dram_budget_bytes=None, flash_dir=None):
+        if dram_budget_bytes is not None:
+            if isinstance(dram_budget_bytes, bool) or not isinstance(dram_budget_bytes, (int, np.integer)) \
+                    or dram_budget_bytes < 0:
+                raise ValueError(f"dram_budget_bytes must be a non-negative int or None, got {dram_budget_bytes!r}")
+            dram_budget_bytes = int(dram_budget_bytes)
+        self.budget = dram_budget_bytes
+        self._own_dir = False
+        if flash_dir is None and dram_budget_bytes is not None:
+            flash_dir = tempfile.mkdtemp(prefix="memoryx-flash-")
+            self._own_dir = True
+        self.flash_dir = Path(flash_dir) if flash_dir is not None else None
+        if self.flash_dir is not None:
+            self.flash_dir.mkdir(parents=True, exist_ok=True)
+        self._meta = {}            # key -> (shape, dtype, file name or None)
+        self._cache = OrderedDict()  # key -> ndarray (LRU order: first = least recently used)
+        self._dirty = set()
+        self._pins = {}            # key -> pin count
+        self._maps = {}            # key -> np.memmap (flash tier)
+        self._next_file = 0
+        self.cached_bytes = 0
+        self.dram = TierCounters(hits=0, misses=0, evictions=0, bytes_in=0, bytes_out=0)
+        self.flash = TierCounters(reads=0, writes=0, bytes_read=0, bytes_written=0, direct=0)
+
+    # -- tensors -------------------------------------------------------------------------------
+    @property
+    def has_flash(self):
+        return self.flash_dir is not None
+
+    def keys(self):
+        return list(self._meta)
+
+    def __contains__(self, key):
+        return key in self._meta
+
+    def shape(self, key):
+        return self._meta[key][0]
+
+    def dtype(self, key):
+        return self._meta[key][1]
+
+    def nbytes(self, key):
+        shape, dtype, _ = self._meta[key]
+        return int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+
+    def total_bytes(self):
+        """Bytes of every tensor held (the capacity the store needs, all tiers together)."""
+        return sum(self.nbytes(k) for k in self._meta)
+
+    def put(self, key, array):
+        """Create tensor ``key`` holding a copy of ``array`` (its shape and dtype)."""
+        if key in self._meta:
+            raise KeyError(f"tensor {key!r} already exists")
+        array = np.ascontiguousarray(array)
+        if not self.has_flash:
+            self._meta[key] = (array.shape, array.dtype, None)
+            self._cache[key] = array.copy()
+            self.cached_bytes += array.nbytes
+            return
+        name = f"t{self._next_file:06d}.bin"
+        self._next_file += 1
+        self._meta[key] = (array.shape, array.dtype, name)
+        mm = self._map(key, create=True)
+        mm[...] = array
+        mm.flush()
+        self.flash.add("writes")
+        self.flash.add("bytes_written", array.nbytes)
+
+    def delete(self, key):
+        shape, dtype, name = self._meta.pop(key)
+        if key in self._cache:
+            self.cached_bytes -= self._cache.pop(key).nbytes
+        self._dirty.discard(key)
+        self._pins.pop(key, None)
+        mm = self._maps.pop(key, None)
+        del mm
+        if name is not None:
+            (self.flash_dir / name).unlink(missing_ok=True)
+
+    def _map(self, key, create=False):
+        mm = self._maps.get(key)
+        if mm is None:
+            shape, dtype, name = self._meta[key]
+            path = self.flash_dir / name
+            if create:
+                with open(path, "wb") as f:
+                    f.truncate(max(1, int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize))
+            if int(np.prod(shape, dtype=np.int64)) == 0:
+                mm = np.zeros(shape, dtype)
+            else:
+                mm = np.memmap(path, dtype=dtype, mode="r+", shape=shape)
+            self._maps[key] = mm
+        return mm
+
+    # -- access --------------------------------------------------------------------------------
+    def acquire(self, key):
+        """A writable array with the current value of ``key``, pinned until :meth:`release`."""
+        if key not in self._meta:
+            raise KeyError(key)
+        self._pins[key] = self._pins.get(key, 0) + 1
+        if key in self._cache:
+            self._cache.move_to_end(key)
+            self.dram.add("hits")
+            return self._cache[key]
+        # not cached: only possible with a flash tier
+        self.dram.add("misses")
+        nbytes = self.nbytes(key)
+        mm = self._map(key)
+        self.flash.add("reads")
+        self.flash.add("bytes_read", nbytes)
+        if self._make_room(nbytes):
+            arr = np.array(mm)  # copy flash -> DRAM
+            self._cache[key] = arr
+            self.cached_bytes += nbytes
+            self.dram.add("bytes_in", nbytes)
+            return arr
+        self.flash.add("direct")
+        return mm
+
+    def release(self, key, dirty=False):
+        """Unpin ``key``; ``dirty`` = the array returned by :meth:`acquire` was modified."""
+        n = self._pins.get(key, 0)
+        if n <= 0:
+            raise RuntimeError(f"release of tensor {key!r} that is not acquired")
+        if n == 1:
+            del self._pins[key]
+        else:
+            self._pins[key] = n - 1
+        if key in self._cache:
+            if dirty and self.has_flash:
+                self._dirty.add(key)
+        elif dirty:
+            self._maps[key].flush()
+            self.flash.add("writes")
+            self.flash.add("bytes_written", self.nbytes(key))
+
+    def read(self, key):
+        """A copy of the current value of ``key`` (goes through the cache like :meth:`acquire`)."""
+        arr = self.acquire(key)
+        try:
+            return np.array(arr)
+        finally:
+            self.release(key)
+
+    def write(self, key, value):
+        """Overwrite tensor ``key`` with ``value`` (same shape; cast to the tensor's dtype)."""
+        arr = self.acquire(key)
+        try:
+            arr[...] = value
+        finally:
+            self.release(key, dirty=True)
+
+    def _make_room(self, nbytes):
+        """Evict unpinned LRU tensors until ``nbytes`` more fit; False if they cannot."""
+        if self.budget is None:
+            return True
+        if nbytes > self.budget:
+            return False
+        unpinned = sum(a.nbytes for k, a in self._cache.items() if k not in self._pins)
+        if self.cached_bytes - unpinned + nbytes > self.budget:
+            return False
+        for k in list(self._cache):
+            if self.cached_bytes + nbytes <= self.budget:
+                break
+            if k in self._pins:
+                continue
+            self._evict(k)
+        return True
+
+    def _evict(self, key):
+        arr = self._cache.pop(key)
+        self.cached_bytes -= arr.nbytes
+        self.dram.add("evictions")
+        if key in self._dirty:
+            self._dirty.discard(key)
+            mm = self._map(key)
+            mm[...] = arr
+            mm.flush()
+            self.dram.add("bytes_out", arr.nbytes)
+            self.flash.add("writes")
+            self.flash.add("bytes_written", arr.nbytes)
+
+    def flush(self):
+        """Write every dirty cached tensor back to flash (keeps it cached)."""
+        for key in list(self._dirty):
+            arr = self._cache[key]
+            mm = self._map(key)
+            mm[...] = arr
+            mm.flush()
+            self.dram.add("bytes_out", arr.nbytes)
+            self.flash.add("writes")
+            self.flash.add("bytes_written", arr.nbytes)
+        self._dirty.clear()
+
+    def counters(self):
+        return {"dram": dict(self.dram, cached_bytes=self.cached_bytes, budget_bytes=self.budget),
+                "flash": dict(self.flash)}
+
+    def close(self):
+        """Drop caches and maps; remove the flash directory if this store created it."""
+        self._cache.clear()
+        self._maps.clear()
+        self.cached_bytes = 0
+        if self._own_dir and self.flash_dir is not None:
+            shutil.rmtree(self.flash_dir, ignore_errors=True)
+
+    def __del__(self):
+        try:
+            if self._own_dir:
+                self.close()
+        except Exception:
+            pass
+
+
