@@ -4,17 +4,29 @@ streaming, accounting and planner, checkpoints, safetensors, timing model.
 ``from models.memoryx import MemoryX, SGD, Momentum, Adam, AdamW``
 """
 
-from .accounting import (SEED_EXAMPLE, bytes_per_parameter, max_parameters, plan_bandwidth, plan_capacity,
-                         update_bytes_per_parameter)
+from .accounting import (
+                         SEED_EXAMPLE,
+                         bytes_per_parameter,
+                         max_parameters,
+                         plan_bandwidth,
+                         plan_capacity,
+                         update_bytes_per_parameter,
+)
+from .checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
 from .errors import CheckpointError, DuplicateGradientError, GradientError, MemoryXError, UnknownLayerError
 from .initializers import initialize
 from .optimizers import SGD, Adam, AdamW, Momentum, Optimizer, optimizer_from_config
+from .safetensors_io import export_safetensors, import_safetensors, read_safetensors
+from .schedules import constant, linear_warmup_cosine, step_decay
 from .store import MemoryX
 from .tiers import TieredStore
+from .timing import MemoryXRates, StepTiming, step_timing
 
 __all__ = [
     "MemoryX", "SGD", "Momentum", "Adam", "AdamW", "Optimizer", "optimizer_from_config",
     "MemoryXError", "UnknownLayerError", "GradientError", "DuplicateGradientError", "CheckpointError",
     "TieredStore", "initialize", "bytes_per_parameter", "update_bytes_per_parameter", "plan_capacity",
-    "plan_bandwidth", "max_parameters", "SEED_EXAMPLE",
+    "plan_bandwidth", "max_parameters", "SEED_EXAMPLE", "save_checkpoint", "load_checkpoint",
+    "read_checkpoint", "export_safetensors", "import_safetensors", "read_safetensors", "constant",
+    "linear_warmup_cosine", "step_decay", "MemoryXRates", "StepTiming", "step_timing",
 ]

@@ -19,7 +19,7 @@ Protocol of one training step (what the pipeline and the system simulation do):
    closes it early, e.g. for frozen layers); then each layer may receive the next one.
 
 Every bad input raises a :class:`~models.memoryx.errors.MemoryXError` subclass naming the problem
-*before* anything changes: weights, optimizer state, step counts and counters stay as they were.
+*before* anything changes: weights, optimizer state and step bookkeeping stay as they were.
 """
 
 import math
@@ -329,6 +329,29 @@ class MemoryX:
 
     def __exit__(self, *exc):
         self.close()
+
+    # -- durability and interchange ------------------------------------------------------------
+    def save_checkpoint(self, path):
+        """Crash-safe checkpoint to ``path`` (new file, fsync, atomic rename, SHA-256)."""
+        from .checkpoint import save_checkpoint
+        return save_checkpoint(self, path)
+
+    @classmethod
+    def load_checkpoint(cls, path, **kwargs):
+        """A store restored from ``path`` (checksum verified); ``kwargs``: dram_budget_bytes,
+        flash_dir, lr_schedule, chunk_elems (run-time settings the checkpoint does not hold)."""
+        from .checkpoint import load_checkpoint
+        return load_checkpoint(path, **kwargs)
+
+    def export_safetensors(self, path, dtype="float32", include_state=False):
+        """Write the weights (``float32`` masters or ``bfloat16`` copies) to a safetensors file."""
+        from .safetensors_io import export_safetensors
+        return export_safetensors(self, path, dtype=dtype, include_state=include_state)
+
+    def import_safetensors(self, path, strict=True, create_missing=False):
+        """Load weights (and optimizer state) from a safetensors file; all-or-nothing."""
+        from .safetensors_io import import_safetensors
+        return import_safetensors(self, path, strict=strict, create_missing=create_missing)
 
     # -- snapshot (used by tests and checkpoints) ----------------------------------------------
     def snapshot(self):
