@@ -5,7 +5,12 @@ same name. Benches elaborate tops through this registry too, so generated and si
 the same.
 """
 
+from .bf16_mul import Bf16Mul
+from .fp32_add import Fp32Add
+from .mesh import Mesh
+from .router import Router
 from .skid_buffer import SkidBuffer
+from .swarmx import SwarmxTree
 from .wavelet import Wavelet
 
 __all__ = ["TOPS", "build_top"]
@@ -14,6 +19,16 @@ __all__ = ["TOPS", "build_top"]
 TOPS = {
     # 38-bit wavelet pipeline register (DESIGN.md 5.1).
     "skid_buffer": lambda cfg: SkidBuffer(Wavelet),
+    # SwarmX broadcast/reduce tree for cfg.swarmx_leaves systems (DESIGN.md 5.5, 8).
+    "swarmx": lambda cfg: SwarmxTree.from_config(cfg),
+    # One color router, every port a boundary stream (DESIGN.md 5.2; README "Fabric").
+    "router": lambda cfg: Router(cfg),
+    # 4x4 mesh of routers, edges and RAMPs as streams (DESIGN.md 5.4; README "Fabric").
+    "mesh4x4": lambda cfg: Mesh(cfg.replace(mesh_rows=4, mesh_cols=4)),
+    # binary32 adder, stream {a: 32, b: 32} -> 32, latency Fp32Add.LATENCY (DESIGN.md 4, 8).
+    "fp32_add": lambda cfg: Fp32Add(),
+    # bf16 x bf16 -> binary32 multiplier, stream {a: 16, b: 16} -> 32 (DESIGN.md 4, 8).
+    "bf16_mul": lambda cfg: Bf16Mul(),
 }
 
 

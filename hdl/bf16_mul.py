@@ -1,0 +1,78 @@
+"""bf16 x bf16 -> binary32 multiplier (DESIGN.md section 4): combinational core and stream top."""
+
+from amaranth import C, Cat, Module, Mux, Signal, signed
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from .fp32_add import CANONICAL_NAN, fp32_round_pack
+from .fp_pipeline import FpStreamUnit
+
+__all__ = ["Bf16MulCore", "Bf16Mul"]
+
+
+class Bf16MulCore(wiring.Component):
+    """Combinational multiplier: ``y = fp32(bf16 a) * fp32(bf16 b)``.
+
+    Ports: ``a: In(16)``, ``b: In(16)`` (bf16 bit patterns, i.e. the upper half of an fp32),
+    ``y: Out(32)`` (binary32 bit pattern).
+
+    Semantics (DESIGN.md 4): the 8 x 8-bit significand product (at most 16 significant bits) is
+    exact in binary32 except where it overflows (signed infinity) or falls below 2**-126, where
+    it is rounded once to nearest even, with subnormal results (no flush to zero) down to a signed
+    zero. Subnormal bf16 inputs are honoured. ``inf * 0`` and any NaN input give the canonical NaN
+    ``0x7FC00000``; the sign of every other result, zeros included, is ``sign(a) ^ sign(b)``.
+    Equal to numpy ``float32`` multiplication of the widened operands with NaN canonicalized
+    (``models.numerics.bf16_mul``).
+    """
+
+    def __init__(self):
+        super().__init__({"a": In(16), "b": In(16), "y": Out(32)})
+
+    def elaborate(self, platform):
+        m = Module()
+        a, b = self.a, self.b
+        sa, ea, fa = a[15], a[7:15], a[:7]
+        sb, eb, fb = b[15], b[7:15], b[:7]
+        nan_a = (ea == 0xFF) & (fa != 0)
+        nan_b = (eb == 0xFF) & (fb != 0)
+        inf_a = (ea == 0xFF) & (fa == 0)
+        inf_b = (eb == 0xFF) & (fb == 0)
+        zero_a = a[:15] == 0
+        zero_b = b[:15] == 0
+        sign = sa ^ sb
+
+        product = Signal(16)        # exact significand product
+        m.d.comb += product.eq(Cat(fa, ea != 0) * Cat(fb, eb != 0))
+        # bf16 value = sig * 2**(x - 127 - 7) with x = max(e, 1); the product's bit 15 then weighs
+        # 2**(xa + xb - 126 - 127), padded with 10 zero bits to the rounder's 26-bit minimum.
+        exp_sum = Signal(signed(11))
+        m.d.comb += exp_sum.eq(Mux(ea == 0, 1, ea) + Mux(eb == 0, 1, eb))
+        exp = Signal(signed(11))
+        m.d.comb += exp.eq(exp_sum - 126)
+        rounded = fp32_round_pack(m, Cat(C(0, 10), product), exp, sign)
+
+        with m.If(nan_a | nan_b | (inf_a & zero_b) | (zero_a & inf_b)):
+            m.d.comb += self.y.eq(CANONICAL_NAN)
+        with m.Elif(inf_a | inf_b):
+            m.d.comb += self.y.eq(Cat(C(0x7F800000, 31), sign))
+        with m.Else():
+            m.d.comb += self.y.eq(rounded)
+        return m
+
+
+class Bf16Mul(FpStreamUnit):
+    """Stream top ``bf16_mul`` (DESIGN.md 8): ``o = fp32(bf16 a) * fp32(bf16 b)`` via
+    :class:`Bf16MulCore`.
+
+    ``i: In(stream.Signature(StructLayout({"a": 16, "b": 16})))`` (``a`` in bits 15..0),
+    ``o: Out(stream.Signature(32))``. ``LATENCY = 2``, one result per cycle, input order,
+    registered handshakes (see :class:`hdl.fp_pipeline.FpStreamUnit`).
+    """
+
+    LATENCY = FpStreamUnit.LATENCY
+
+    def __init__(self):
+        super().__init__(16, 16, 32)
+
+    def core(self):
+        return Bf16MulCore()

@@ -1,0 +1,176 @@
+"""IEEE-754 binary32 adder (DESIGN.md section 4): combinational core and pipelined stream top.
+
+Also holds :func:`fp32_round_pack`, the fp32 normalize / round-to-nearest-even / pack stage that
+the bf16 multiplier shares, so both units round through the same logic.
+"""
+
+from amaranth import C, Cat, Module, Mux, Signal, signed
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from .fp_pipeline import FpStreamUnit
+
+__all__ = ["CANONICAL_NAN", "fp32_round_pack", "Fp32AddCore", "Fp32Add"]
+
+CANONICAL_NAN = 0x7FC00000
+_INF = 0x7F800000
+
+
+def _leading_zeros(m, value, name):
+    """Count of leading zeros of ``value`` (``len(value)`` when it is zero)."""
+    width = len(value)
+    lz = Signal(range(width + 1), name=name)
+    m.d.comb += lz.eq(width)
+    for i in range(width):          # the highest set bit is assigned last and wins
+        with m.If(value[i]):
+            m.d.comb += lz.eq(width - 1 - i)
+    return lz
+
+
+def fp32_round_pack(m, sig, exp, sign, *, underflow_shift=True, prefix="rnd"):
+    """Round the finite value ``(-1)**sign * sig * 2**(exp - 127 - (len(sig) - 1))`` to binary32.
+
+    ``sig`` is an unsigned significand of ``W = len(sig) >= 26`` bits whose most significant bit
+    has weight ``2**(exp - 127)``; bits below the top 25 act as sticky bits. ``exp`` is a signed
+    value. Returns a 32-bit value: the RNE result with subnormals (no flush to zero), infinity
+    on overflow, and a zero of sign ``sign`` when ``sig`` is zero or the result underflows to zero.
+
+    With ``underflow_shift=False`` the caller promises ``exp >= 1`` and the right-shift path
+    for results far below the subnormal range is left out.
+    """
+    width = len(sig)
+    if width < 26:
+        raise ValueError(f"fp32_round_pack needs a significand of at least 26 bits, got {width}")
+    lz = _leading_zeros(m, sig, f"{prefix}_lz")
+    exp_in = exp
+    exp = Signal(signed(12), name=f"{prefix}_exp")
+    m.d.comb += exp.eq(exp_in)
+
+    e_norm = Signal(signed(12), name=f"{prefix}_e_norm")   # exponent once the MSB is at the top
+    normal = Signal(name=f"{prefix}_normal")               # e_norm fits the normal range (>= 1)
+    shifted = Signal(width, name=f"{prefix}_shifted")      # sig aligned: mantissa in the top 24 bits
+    sticky_out = Signal(name=f"{prefix}_sticky_out")       # bits lost by a right shift
+    m.d.comb += [
+        e_norm.eq(exp - lz),
+        normal.eq(e_norm >= 1),
+    ]
+    # Normal: shift the leading one to the top. Subnormal: shift so that the exponent is 1.
+    left = Signal(range(width), name=f"{prefix}_left")
+    with m.If(normal):
+        m.d.comb += left.eq(lz)
+    with m.Elif(exp >= 1):
+        m.d.comb += left.eq(exp - 1)
+    m.d.comb += shifted.eq((sig << left)[:width])
+    if underflow_shift:
+        # exp < 1: the value lies below 2**-126 * 2**-(W - 1 - ...): shift right by 1 - exp,
+        # clamped at W (everything below the guard bit is sticky from there on).
+        right = Signal(range(width + 1), name=f"{prefix}_right")
+        with m.If(exp < 1):
+            m.d.comb += right.eq(Mux(1 - exp >= width, width, 1 - exp))
+            m.d.comb += [
+                shifted.eq(sig >> right),
+                sticky_out.eq(((sig >> right) << right)[:width] != sig),
+            ]
+
+    mant = shifted[width - 24:]                 # 24 bits including the hidden bit
+    guard = shifted[width - 25]
+    sticky = shifted[:width - 25].any() | sticky_out
+    round_up = guard & (sticky | mant[0])
+    exp_field = Signal(range(256), name=f"{prefix}_exp_field")   # biased exponent before rounding
+    m.d.comb += exp_field.eq(Mux(normal, e_norm, 1))
+    # Packing (exp_field - 1) << 23 plus the 24-bit mantissa adds the hidden bit into the exponent;
+    # a rounding carry out of the mantissa increments the exponent, up to infinity (0x7F800000).
+    packed = Signal(31, name=f"{prefix}_packed")
+    m.d.comb += packed.eq(((exp_field - 1) << 23) + mant + round_up)
+
+    result = Signal(32, name=f"{prefix}_result")
+    with m.If(sig == 0):
+        m.d.comb += result.eq(Cat(C(0, 31), sign))
+    with m.Elif(normal & (e_norm >= 255)):
+        m.d.comb += result.eq(Cat(C(_INF, 31), sign))
+    with m.Else():
+        m.d.comb += result.eq(Cat(packed, sign))
+    return result
+
+
+class Fp32AddCore(wiring.Component):
+    """Combinational binary32 adder: ``y = a + b``.
+
+    Ports: ``a: In(32)``, ``b: In(32)``, ``y: Out(32)`` (IEEE binary32 bit patterns).
+
+    Semantics (DESIGN.md 4): round to nearest even; subnormal inputs and outputs (no flush to
+    zero); ``x + (-x) = +0`` and ``-0 + -0 = -0``; overflow gives a signed infinity;
+    ``inf + -inf`` and any NaN input give the canonical NaN ``0x7FC00000``. Equal to numpy
+    ``float32`` addition with NaN canonicalized (``models.numerics.fp32_add``).
+    """
+
+    def __init__(self):
+        super().__init__({"a": In(32), "b": In(32), "y": Out(32)})
+
+    def elaborate(self, platform):
+        m = Module()
+        a, b = self.a, self.b
+        sa, ea, fa = a[31], a[23:31], a[:23]
+        sb, eb, fb = b[31], b[23:31], b[:23]
+        nan_a = (ea == 0xFF) & (fa != 0)
+        nan_b = (eb == 0xFF) & (fb != 0)
+        inf_a = (ea == 0xFF) & (fa == 0)
+        inf_b = (eb == 0xFF) & (fb == 0)
+
+        # Order by magnitude (the 31 low bits compare like magnitudes): |big| >= |small|.
+        swap = Signal()
+        m.d.comb += swap.eq(a[:31] < b[:31])
+        s_big, s_small = Signal(), Signal()
+        e_big, e_small = Signal(8), Signal(8)
+        f_big, f_small = Signal(23), Signal(23)
+        m.d.comb += [
+            s_big.eq(Mux(swap, sb, sa)), s_small.eq(Mux(swap, sa, sb)),
+            e_big.eq(Mux(swap, eb, ea)), e_small.eq(Mux(swap, ea, eb)),
+            f_big.eq(Mux(swap, fb, fa)), f_small.eq(Mux(swap, fa, fb)),
+        ]
+        # Subnormals: exponent field 0 means exponent 1 without the hidden bit.
+        x_big = Mux(e_big == 0, 1, e_big)
+        x_small = Mux(e_small == 0, 1, e_small)
+        sig_big = Cat(C(0, 3), f_big, e_big != 0)        # 27 bits: significand, guard, round, sticky
+        sig_small = Cat(C(0, 3), f_small, e_small != 0)
+
+        diff = Signal(8)
+        m.d.comb += diff.eq(x_big - x_small)
+        dist = Signal(range(28))
+        m.d.comb += dist.eq(Mux(diff > 27, 27, diff))
+        aligned = Signal(27)
+        m.d.comb += aligned.eq((sig_small >> dist) | (((sig_small >> dist) << dist)[:27] != sig_small))
+
+        total = Signal(28)      # MSB weight 2**(x_big + 1 - 127)
+        with m.If(sa ^ sb):
+            m.d.comb += total.eq(sig_big - aligned)
+        with m.Else():
+            m.d.comb += total.eq(sig_big + aligned)
+        # A zero sum is +0 except -0 + -0 (RNE): exact cancellation always has opposite signs.
+        sign = Mux(total == 0, sa & sb, s_big)
+        rounded = fp32_round_pack(m, total, x_big + 1, sign, underflow_shift=False)
+
+        with m.If(nan_a | nan_b | (inf_a & inf_b & (sa != sb))):
+            m.d.comb += self.y.eq(CANONICAL_NAN)
+        with m.Elif(inf_a | inf_b):
+            m.d.comb += self.y.eq(Cat(C(_INF, 31), Mux(inf_a, sa, sb)))
+        with m.Else():
+            m.d.comb += self.y.eq(rounded)
+        return m
+
+
+class Fp32Add(FpStreamUnit):
+    """Stream top ``fp32_add`` (DESIGN.md 8): ``o = fp32(a) + fp32(b)`` via :class:`Fp32AddCore`.
+
+    ``i: In(stream.Signature(StructLayout({"a": 32, "b": 32})))`` (``a`` in bits 31..0),
+    ``o: Out(stream.Signature(32))``. ``LATENCY = 2``, one result per cycle, input order,
+    registered handshakes (see :class:`hdl.fp_pipeline.FpStreamUnit`).
+    """
+
+    LATENCY = FpStreamUnit.LATENCY
+
+    def __init__(self):
+        super().__init__(32, 32, 32)
+
+    def core(self):
+        return Fp32AddCore()
