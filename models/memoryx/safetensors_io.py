@@ -81,7 +81,7 @@ def import_safetensors(mx, path, strict=True, create_missing=False):
 
     ``strict``: every layer of ``mx`` must be in the file. ``create_missing``: tensors named after
     no layer (and not ``<layer>.<state>``) become new layers; otherwise they are an error.
-    Returns the list of layer names whose weights were loaded.
+    Returns the names of the layers whose weights were loaded, in the store's layer order.
     """
     _, tensors = read_safetensors(path)
     states = set(mx.optimizer.state_names)
@@ -123,4 +123,4 @@ def import_safetensors(mx, path, strict=True, create_missing=False):
         mx.tiers.write(key, converted[key])
     for name in new_layers:
         mx.add_layer(name, converted[name].shape, init=converted[name])
-    return [*weights, *new_layers]
+    return [n for n in mx.layer_names() if n in weights or n in new_layers]
