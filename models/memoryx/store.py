@@ -197,11 +197,7 @@ class MemoryX:
         for r in range(0, m, rows):
             if layer.version != version:
                 raise MemoryXError(f"layer {layer.name!r} was updated while it was streaming")
-            arr = self.tiers.acquire(key)
-            try:
-                chunk = np.array(arr.reshape(m, -1)[r:r + rows])
-            finally:
-                self.tiers.release(key)
+            chunk = self.tiers.read_rows(key, r, r + rows)
             self.stats["streamed_chunks"] += 1
             self.stats["streamed_bytes"] += chunk.nbytes
             yield chunk

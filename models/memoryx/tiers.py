@@ -10,10 +10,11 @@ tensors) is worked on directly in its memory-mapped file, so a layer larger than
 still trains, chunk by chunk. Without a flash directory and without a budget every tensor simply
 lives in DRAM.
 
-Counters (:meth:`TieredStore.counters`): DRAM ``hits``, ``misses``, ``evictions``, ``bytes_in``
-(flash to DRAM), ``bytes_out`` (DRAM to flash, write-backs); flash ``reads``, ``writes``,
-``bytes_read``, ``bytes_written`` (including direct memory-mapped access, counted as the whole
-tensor read on acquire and written on a dirty release), ``direct`` (acquires served from the map).
+Counters (:meth:`TieredStore.counters`): DRAM ``hits``, ``misses`` (accesses not served from
+DRAM), ``evictions``, ``bytes_in`` (flash to DRAM), ``bytes_out`` (DRAM to flash, write-backs);
+flash ``reads``, ``writes``, ``bytes_read``, ``bytes_written`` and ``direct`` (accesses served
+from the memory map: a whole-tensor acquire counts the whole tensor read, and written again on a
+dirty release; :meth:`TieredStore.read_rows` counts only the rows it reads).
 """
 
 import shutil
@@ -141,6 +142,17 @@ class TieredStore:
         if key not in self._meta:
             raise KeyError(key)
         self._pins[key] = self._pins.get(key, 0) + 1
+        arr = self._fetch(key)
+        if arr is None:
+            self.flash.add("reads")
+            self.flash.add("bytes_read", self.nbytes(key))
+            self.flash.add("direct")
+            return self._map(key)
+        return arr
+
+    def _fetch(self, key):
+        """The cached array of ``key`` (loading it from flash on a miss), or None when it cannot be
+        cached (then the caller works on the memory map)."""
         if key in self._cache:
             self._cache.move_to_end(key)
             self.dram.add("hits")
@@ -148,17 +160,32 @@ class TieredStore:
         # not cached: only possible with a flash tier
         self.dram.add("misses")
         nbytes = self.nbytes(key)
-        mm = self._map(key)
+        if not self._make_room(nbytes):
+            return None
+        arr = np.array(self._map(key))  # copy flash -> DRAM
         self.flash.add("reads")
         self.flash.add("bytes_read", nbytes)
-        if self._make_room(nbytes):
-            arr = np.array(mm)  # copy flash -> DRAM
-            self._cache[key] = arr
-            self.cached_bytes += nbytes
-            self.dram.add("bytes_in", nbytes)
-            return arr
+        self._cache[key] = arr
+        self.cached_bytes += nbytes
+        self.dram.add("bytes_in", nbytes)
+        return arr
+
+    def read_rows(self, key, start, stop):
+        """A copy of rows ``[start, stop)`` of ``key`` viewed as 2-D (a 1-D tensor is one row).
+        Served from DRAM (a miss caches the whole tensor); a tensor that cannot be cached is read
+        from its memory map, and only the rows read are counted."""
+        if key not in self._meta:
+            raise KeyError(key)
+        shape = self._meta[key][0]
+        rows = shape[0] if len(shape) == 2 else 1
+        arr = self._fetch(key)
+        if arr is not None:
+            return np.array(arr.reshape(rows, -1)[start:stop])
+        out = np.array(self._map(key).reshape(rows, -1)[start:stop])
+        self.flash.add("reads")
+        self.flash.add("bytes_read", out.nbytes)
         self.flash.add("direct")
-        return mm
+        return out
 
     def release(self, key, dirty=False):
         """Unpin ``key``; ``dirty`` = the array returned by :meth:`acquire` was modified."""

@@ -116,3 +116,16 @@ def test_temporary_flash_dir_is_removed_on_close():
     assert d.is_dir() and len(list(d.iterdir())) == 4 * 5
     mx.close()
     assert not d.exists()
+
+
+def test_streaming_a_layer_larger_than_dram_reads_only_its_rows(tmp_path):
+    mx = MemoryX(AdamW(), dram_budget_bytes=1000, flash_dir=tmp_path)
+    mx.add_layer("big", (40, 50), "normal")            # bf16 copy: 4000 B > budget
+    ref = mx.tiers.read_rows(("big", "bf16"), 0, 40)
+    before = mx.counters()["flash"]
+    chunks = list(mx.stream("big", rows_per_chunk=16))
+    after = mx.counters()["flash"]
+    assert [c.shape for c in chunks] == [(16, 50), (16, 50), (8, 50)]
+    np.testing.assert_array_equal(np.concatenate(chunks), ref)
+    assert after["bytes_read"] - before["bytes_read"] == 4000
+    assert after["direct"] - before["direct"] == 3
