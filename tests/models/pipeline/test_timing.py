@@ -172,3 +172,16 @@ def test_bad_scenarios_are_named():
         step_timing((4, 4), 0)
     with pytest.raises(TimingError, match="params"):
         step_timing((4, 4), 4, 1, params={"lanes": 2})
+
+
+def test_defaults_match_the_rtl_latencies():
+    """The RTL's own constants: the fp32 adder and the SwarmX tree (hdl/swarmx.py, models/swarmx.py)."""
+    from hdl.fp32_add import Fp32Add
+    from models.swarmx import SwarmxTiming
+
+    tp = TimingParams()
+    assert tp.fp_add_latency == Fp32Add.LATENCY
+    for n in (1, 4, 5, 16, 17, 192):
+        sx = SwarmxTiming(n, Fp32Add.LATENCY)
+        assert swarmx_depth(n) * tp.swarmx_reduce_latency == sx.reduce_latency
+        assert swarmx_depth(n) * tp.swarmx_bcast_latency == sx.broadcast_latency
