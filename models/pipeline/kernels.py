@@ -65,7 +65,7 @@ from models.numerics import bf16_bits, bf16_mul, chain_sum, fp32_add
 
 from .mapping import split
 
-__all__ = ["forward", "relu_bf16", "relu_pass", "softmax_xent", "backward_data", "backward_data_acc",
+__all__ = ["forward", "forward_partials", "weight_partials", "relu_bf16", "relu_pass", "softmax_xent", "backward_data", "backward_data_acc",
            "backward_weight", "to_bf16"]
 
 # Elements per vectorized slab (bounds memory for big layers; the order does not depend on it).
@@ -102,25 +102,42 @@ def _starts_lens(slices):
             np.array([s.stop - s.start for s in slices], dtype=np.intp))
 
 
-def forward(w16, x16, mesh):
-    """fp32 ``Z`` (M x B) of ``W X`` on a ``mesh = (P, Q)`` wafer, in the order documented above."""
+def _check_forward(w16, x16, mesh):
     _, cols = _check_mesh(mesh)
     w16, x16 = _check_bf16("W", w16), _check_bf16("X", x16)
-    m, k = w16.shape
-    if x16.shape[0] != k:
-        raise ValueError(f"W is {m} x {k} but X has {x16.shape[0]} rows (need {k})")
-    b = x16.shape[1]
-    starts, lens = _starts_lens(split(k, cols))
+    if x16.shape[0] != w16.shape[1]:
+        raise ValueError(f"W is {w16.shape[0]} x {w16.shape[1]} but X has {x16.shape[0]} rows "
+                         f"(need {w16.shape[1]})")
+    return w16, x16, cols
+
+
+def _column_partials(w16, x16, starts, lens):
+    """``acc[q]`` (Q x M x B): column q's FMACs over its k slice, ascending, from +0.0."""
+    acc = np.zeros((len(lens), w16.shape[0], x16.shape[1]), dtype=np.float32)
+    for j in range(int(lens.max())):
+        qs = np.nonzero(lens > j)[0]
+        kk = starts[qs] + j                           # the j-th input of each active column
+        acc[qs] = fp32_add(acc[qs], bf16_mul(w16[:, kk].T[:, :, None], x16[kk][:, None, :]))
+    return acc
+
+
+def forward_partials(w16, x16, mesh):
+    """The partial sums entering the row chain, ``Q x M x B`` fp32 (``[q, m, b]``: what column q of
+    the row owning b adds for output m). :func:`forward` is their ``chain_sum`` over q. For
+    checking PE-level RTL at small sizes."""
+    w16, x16, cols = _check_forward(w16, x16, mesh)
+    return _column_partials(w16, x16, *_starts_lens(split(w16.shape[1], cols)))
+
+
+def forward(w16, x16, mesh):
+    """fp32 ``Z`` (M x B) of ``W X`` on a ``mesh = (P, Q)`` wafer, in the order documented above."""
+    w16, x16, cols = _check_forward(w16, x16, mesh)
+    m, b = w16.shape[0], x16.shape[1]
+    starts, lens = _starts_lens(split(w16.shape[1], cols))
     z = np.empty((m, b), dtype=np.float32)
     chunk = max(1, _SLAB // (cols * b))
     for m0 in range(0, m, chunk):
-        wc = w16[m0:m0 + chunk]
-        acc = np.zeros((cols, wc.shape[0], b), dtype=np.float32)  # acc[q] = psum of column q
-        for j in range(int(lens.max())):
-            qs = np.nonzero(lens > j)[0]
-            kk = starts[qs] + j                       # the j-th input of each active column
-            prod = bf16_mul(wc[:, kk].T[:, :, None], x16[kk][:, None, :])
-            acc[qs] = fp32_add(acc[qs], prod)
+        acc = _column_partials(w16[m0:m0 + chunk], x16, starts, lens)
         z[m0:m0 + chunk] = chain_sum(acc, axis=0)     # west (q = 0) to east
     return z
 
@@ -189,25 +206,41 @@ def backward_data(w16, dz16, x16):
     return np.where(relu_pass(x16), bf16_bits(acc), np.uint16(0)).astype(np.uint16)
 
 
+def _check_weight(dz16, x16, mesh):
+    rows, _ = _check_mesh(mesh)
+    dz16, x16 = _check_bf16("dZ", dz16), _check_bf16("X", x16)
+    if x16.shape[1] != dz16.shape[1]:
+        raise ValueError(f"dZ has batch {dz16.shape[1]} but X has batch {x16.shape[1]}")
+    return dz16, x16, rows
+
+
+def _row_partials(dz16, x16, starts, lens):
+    """``part[p]`` (P x M x K): row p's FMACs over its batch slice, ascending, from +0.0."""
+    part = np.zeros((len(lens), dz16.shape[0], x16.shape[0]), dtype=np.float32)
+    for j in range(int(lens.max())):
+        ps = np.nonzero(lens > j)[0]
+        bb = starts[ps] + j                           # the j-th batch column of each active row
+        part[ps] = fp32_add(part[ps], bf16_mul(dz16[:, bb].T[:, :, None], x16[:, bb].T[:, None, :]))
+    return part
+
+
+def weight_partials(dz16, x16, mesh):
+    """The dW partials entering the column chain, ``P x M x K`` fp32 (``[p, m, k]``: what row p
+    adds for ``dW[m, k]``). :func:`backward_weight` chains them south to north. For checking
+    PE-level RTL at small sizes."""
+    dz16, x16, rows = _check_weight(dz16, x16, mesh)
+    return _row_partials(dz16, x16, *_starts_lens(split(dz16.shape[1], rows)))
+
+
 def backward_weight(dz16, x16, mesh):
     """fp32 ``dW = dZ X^T`` (M x K) of one system: per-PE partials over its batch slice (b
     ascending), then the column chain south to north."""
-    rows, _ = _check_mesh(mesh)
-    dz16, x16 = _check_bf16("dZ", dz16), _check_bf16("X", x16)
-    m, b = dz16.shape
-    if x16.shape[1] != b:
-        raise ValueError(f"dZ has batch {b} but X has batch {x16.shape[1]}")
-    k = x16.shape[0]
-    starts, lens = _starts_lens(split(b, rows))
+    dz16, x16, rows = _check_weight(dz16, x16, mesh)
+    m, k = dz16.shape[0], x16.shape[0]
+    starts, lens = _starts_lens(split(dz16.shape[1], rows))
     dw = np.empty((m, k), dtype=np.float32)
     chunk = max(1, _SLAB // (rows * k))
     for m0 in range(0, m, chunk):
-        dzc = dz16[m0:m0 + chunk]
-        part = np.zeros((rows, dzc.shape[0], k), dtype=np.float32)  # part[p] = partial of row p
-        for j in range(int(lens.max())):
-            ps = np.nonzero(lens > j)[0]
-            bb = starts[ps] + j                       # the j-th batch column of each active row
-            prod = bf16_mul(dzc[:, bb].T[:, :, None], x16[:, bb].T[:, None, :])
-            part[ps] = fp32_add(part[ps], prod)
+        part = _row_partials(dz16[m0:m0 + chunk], x16, starts, lens)
         dw[m0:m0 + chunk] = chain_sum(part[::-1], axis=0)   # south (p = P-1) to north
     return dw

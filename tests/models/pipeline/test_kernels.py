@@ -194,3 +194,31 @@ def test_partition():
 def test_bad_input_is_named(call, match):
     with pytest.raises((ValueError, TypeError), match=match):
         call()
+
+
+def test_partials_are_what_the_chains_add():
+    """Per-PE partials (for RTL checks) against the scalar reference's per-PE accumulators."""
+    rng = np.random.default_rng(9)
+    P, Q, M, K, B = 3, 4, 5, 10, 7
+    w, x, dz = wide_bf16(rng, (M, K)), wide_bf16(rng, (K, B)), wide_bf16(rng, (M, B))
+    fp = kernels.forward_partials(w, x, (P, Q))
+    wp = kernels.weight_partials(dz, x, (P, Q))
+    assert fp.shape == (Q, M, B) and wp.shape == (P, M, K)
+    for q, ks in enumerate(owners(K, Q)):
+        cols = list(ks)
+        np.testing.assert_array_equal(fp[q].view(np.uint32), ref_forward(w[:, cols], x[cols], 1, 1).view(np.uint32))
+    for p, bs in enumerate(owners(B, P)):
+        b = list(bs)
+        np.testing.assert_array_equal(wp[p].view(np.uint32),
+                                      ref_backward_weight(dz[:, b], x[:, b], 1, 1).view(np.uint32))
+
+
+def test_specials_give_canonical_nan_and_infinities():
+    inf, ninf = 0x7F80, 0xFF80
+    w = np.array([[inf, ninf], [inf, 0x3F80]], np.uint16)       # inf - inf; inf + 1
+    x = np.full((2, 1), 0x3F80, np.uint16)
+    z = kernels.forward(w, x, (1, 2))
+    assert z.view(np.uint32)[:, 0].tolist() == [0x7FC00000, 0x7F800000]
+    w0 = np.array([[inf, 0x3F80]], np.uint16)
+    x0 = np.array([[0x0000], [0x3F80]], np.uint16)               # inf * 0 = NaN
+    assert kernels.forward(w0, x0, (1, 1)).view(np.uint32)[0, 0] == 0x7FC00000
