@@ -1,0 +1,340 @@
+"""Golden model of the PE core (DESIGN.md 5.3): the same descriptors executed on numpy state.
+
+It mirrors :mod:`hdl.pe_core` value for value (SRAM words, output wavelets per color, done
+counters, faults) and states the cycle cost of every descriptor. It is transaction level: one
+call per configuration write and per input wavelet; the vector unit runs every firing whose
+dependencies are met after each wavelet (the RTL runs it concurrently; outputs per color, SRAM
+and counters do not depend on that interleaving for kernels that do not race on SRAM).
+
+Words are 32 bits. A bf16 value in a word occupies the upper 16 bits (the word is then its exact
+fp32 value); bf16 consumers (the multipliers, the ReLU mask) ignore the low 16 bits.
+
+Configuration address map (``S = sram_words``, ``T = num_tasks``), shared with the RTL:
+``[0, S)`` SRAM words (R/W); ``S + 8*t + w`` word ``w`` (0..5) of descriptor ``t`` (R/W, writing
+word 0 commits); ``S + 8*T + r`` status registers :data:`STATUS` (``FAULT`` write = clear);
+``S + 8*T + 8 + t`` the done counter of descriptor ``t`` (R).
+"""
+
+import numpy as np
+
+from models.numerics import bf16_bits, bf16_mul, bits, f32, fp32_add
+
+__all__ = ["PeModel", "DESC_FIELDS", "OP", "VMODE", "FAULT", "STATUS", "decode", "status_base",
+           "desc_addr", "unit_cycles"]
+
+# (name, width), LSB first: must equal hdl.pe_descriptor.Descriptor (checked by the tests).
+DESC_FIELDS = [
+    ("op", 2), ("vmode", 2), ("enable", 1), ("chain", 1), ("relu", 1), ("round", 1),
+    ("send", 1), ("store", 1), ("dep_a_en", 1), ("dep_b_en", 1), ("color", 5), ("next", 5),
+    ("dep_a", 5), ("dep_b", 5), ("a_base", 16), ("a_stride", 16), ("b_base", 16),
+    ("b_stride", 16), ("dst_base", 16), ("count", 16), ("reps", 16), ("lo", 16), ("hi", 16),
+    ("reserved", 16),
+]
+DESC_WORDS = 6
+OP = {"NOP": 0, "FMAC": 1, "STORE": 2, "VEC": 3}
+VMODE = {"PASS": 0, "ADD": 1, "MASK": 2, "DOT": 3}
+FAULT = {"NONE": 0, "COUNT": 1, "COLOR": 2, "INDEX": 3, "NO_ACTION": 4, "RANGE": 5,
+         "UNBOUND": 6, "DUP_COLOR": 7, "ACC_CONFLICT": 8}
+# Status registers at status_base + offset.
+STATUS = {"FAULT": 0, "ACTIVE": 1, "FMAC_CYCLES": 2, "VEC_CYCLES": 3, "RX_COUNT": 4,
+          "TX_COUNT": 5, "PARAMS": 6}
+DONE_OFFSET = 8
+MASK32 = 0xFFFFFFFF
+
+
+def decode(words):
+    """Dict of descriptor fields from its six configuration words."""
+    value = sum((int(w) & MASK32) << (32 * i) for i, w in enumerate(words))
+    out, offset = {}, 0
+    for name, width in DESC_FIELDS:
+        out[name] = (value >> offset) & ((1 << width) - 1)
+        offset += width
+    return out
+
+
+def status_base(sram_words, num_tasks):
+    return sram_words + 8 * num_tasks
+
+
+def desc_addr(sram_words, t, word=0):
+    return sram_words + 8 * t + word
+
+
+def unit_cycles(lanes):
+    """Cycles of one vector-unit firing (one vector, or one DOT word) without back-pressure:
+    issue the SRAM reads, latch them, then one element (lane) per cycle."""
+    return lanes + 2
+
+
+class PeModel:
+    """One PE core. ``out`` collects the sent wavelets as ``(color, data)`` in send order."""
+
+    def __init__(self, *, lanes, sram_words, num_tasks, num_colors):
+        self.L, self.S, self.T, self.C = lanes, sram_words, num_tasks, num_colors
+        self.mem = np.zeros(sram_words, dtype=np.uint32)
+        self.words = [[0] * DESC_WORDS for _ in range(num_tasks)]
+        self.desc = [decode(w) for w in self.words]
+        self.active = [False] * num_tasks
+        self.pos = [0] * num_tasks
+        self.n = [0] * num_tasks
+        self.done = [0] * num_tasks
+        self.acc = np.zeros(lanes, dtype=np.float32)
+        self.acc_owner = None          # descriptor with a half-accumulated row, or None
+        self.fault = None              # (code, index) of the first fault, sticky
+        self.out = []
+        self.fmac_cycles = self.vec_cycles = self.rx_count = 0
+
+    # ---- configuration bus -------------------------------------------------------------------
+
+    @property
+    def status_base(self):
+        return status_base(self.S, self.T)
+
+    def cfg_write(self, addr, word):
+        word &= MASK32
+        base = self.status_base
+        if addr < self.S:
+            self.mem[addr] = word
+        elif self.S <= addr < base:
+            t, w = divmod(addr - self.S, 8)
+            if w < DESC_WORDS:
+                self.words[t][w] = word
+                self.desc[t] = decode(self.words[t])
+                if w == 0:
+                    self._commit(t)
+        elif addr == base + STATUS["FAULT"]:
+            self.fault = None
+        self.run_vec()
+
+    def cfg_read(self, addr):
+        base = self.status_base
+        if addr < self.S:
+            return int(self.mem[addr])
+        if self.S <= addr < base:
+            t, w = divmod(addr - self.S, 8)
+            return self.words[t][w] if w < DESC_WORDS else 0
+        regs = {
+            STATUS["FAULT"]: self.fault_word(),
+            STATUS["ACTIVE"]: sum(1 << t for t in range(self.T) if self.active[t]),
+            STATUS["FMAC_CYCLES"]: self.fmac_cycles & MASK32,
+            STATUS["VEC_CYCLES"]: self.vec_cycles & MASK32,
+            STATUS["RX_COUNT"]: self.rx_count & MASK32,
+            STATUS["TX_COUNT"]: len(self.out) & MASK32,
+            STATUS["PARAMS"]: self.L | (self.T << 8) | (self.C << 16),
+        }
+        off = addr - base
+        if off in regs:
+            return regs[off]
+        if DONE_OFFSET <= off < DONE_OFFSET + self.T:
+            return self.done[off - DONE_OFFSET] & 0xFFFF
+        return 0
+
+    def fault_word(self):
+        if self.fault is None:
+            return 0
+        code, index = self.fault
+        return 1 | (code << 1) | (index << 5)
+
+    def _raise(self, code, index):
+        if self.fault is None:
+            self.fault = (FAULT[code], index)
+
+    # ---- descriptors -------------------------------------------------------------------------
+
+    def check(self, t):
+        """Fault name of descriptor ``t`` as committed, or None when legal (same order as RTL)."""
+        d, L, S = self.desc[t], self.L, self.S
+        op, mode = d["op"], d["vmode"]
+        if op == OP["NOP"]:
+            return None
+        dot = op == OP["VEC"] and mode == VMODE["DOT"]
+        uses_b = op == OP["VEC"] and mode != VMODE["PASS"]
+        if (d["reps"] == 0 or (op in (OP["STORE"], OP["VEC"]) and d["lo"] > d["hi"])
+                or (op == OP["FMAC"] and d["count"] == 0)
+                or (op == OP["VEC"] and (d["count"] == 0 if dot else d["count"] != 1))):
+            return "COUNT"
+        if d["color"] >= self.C and (op != OP["VEC"] or d["send"]):
+            return "COLOR"
+        if ((d["chain"] and (d["next"] >= self.T or d["next"] == t))
+                or (op == OP["VEC"] and d["dep_a_en"] and d["dep_a"] >= self.T)
+                or (op == OP["VEC"] and d["dep_b_en"] and d["dep_b"] >= self.T)):
+            return "INDEX"
+        if op == OP["VEC"] and not (d["send"] or d["store"]):
+            return "NO_ACTION"
+        ends = []
+        if op == OP["FMAC"]:
+            ends += [d["a_base"] + (d["count"] - 1) * d["a_stride"] + L,
+                     d["dst_base"] + d["reps"] * L]
+        elif op == OP["STORE"]:
+            ends.append(d["dst_base"] + (d["hi"] - d["lo"]) * L)
+        else:
+            a_rows = d["count"] if dot else d["reps"]
+            ends.append(d["a_base"] + (a_rows - 1) * d["a_stride"] + L)
+            if uses_b:
+                ends.append(d["b_base"] + (d["reps"] - 1) * d["b_stride"] + L)
+            if d["store"]:
+                ends.append(d["dst_base"] + (d["hi"] - d["lo"]) * (d["count"] if dot else L))
+        return "RANGE" if any(e > S for e in ends) else None
+
+    def _release_acc(self, t):
+        if self.acc_owner == t:       # a (re)started descriptor drops its half-accumulated row
+            self.acc_owner = None
+            self.acc = np.zeros(self.L, dtype=np.float32)
+
+    def _commit(self, t):
+        self._release_acc(t)
+        problem = self.check(t)
+        if problem is not None:
+            self.active[t] = False
+            self._raise(problem, t)
+            return
+        if self.desc[t]["op"] != OP["NOP"] and self.desc[t]["enable"]:
+            self._activate(t)
+        else:
+            self.active[t] = False
+
+    def _activate(self, t):
+        self._release_acc(t)
+        self.active[t] = True
+        self.pos[t] = self.n[t] = self.done[t] = 0
+
+    def _complete(self, t):
+        self.active[t] = False
+        d = self.desc[t]
+        if d["chain"]:
+            self._activate(d["next"])
+
+    def cycles(self, t):
+        """Cycles descriptor ``t`` keeps its engine busy, at full input rate and no back-pressure:
+        FMAC one per wavelet (every lane busy), STORE one per wavelet, VEC ``L + 2`` per vector
+        (per word for DOT)."""
+        d, L = self.desc[t], self.L
+        if d["op"] == OP["FMAC"]:
+            return d["count"] * d["reps"]
+        if d["op"] == OP["STORE"]:
+            return L * d["reps"]
+        if d["op"] == OP["VEC"]:
+            units = d["reps"] * (d["count"] if d["vmode"] == VMODE["DOT"] else 1)
+            return units * unit_cycles(L)
+        return 0
+
+    # ---- wavelet engine ----------------------------------------------------------------------
+
+    def wavelet(self, color, data):
+        """Process one input wavelet, then run every vector firing that became ready."""
+        self.rx_count += 1
+        self._wavelet(color, int(data) & MASK32)
+        self.run_vec()
+
+    def _wavelet(self, color, data):
+        matches = [t for t in range(self.T) if self.active[t]
+                   and self.desc[t]["op"] in (OP["FMAC"], OP["STORE"]) and self.desc[t]["color"] == color]
+        if not matches:
+            self._raise("UNBOUND", color)
+            return
+        t = matches[0]
+        if len(matches) > 1:
+            self._raise("DUP_COLOR", t)
+            return
+        d, L = self.desc[t], self.L
+        if d["op"] == OP["FMAC"]:
+            if self.acc_owner is not None and self.acc_owner != t:
+                self._raise("ACC_CONFLICT", t)
+                return
+            i = self.pos[t]
+            row = d["a_base"] + i * d["a_stride"]
+            x16 = (self.mem[row:row + L] >> 16).astype(np.uint16)
+            w16 = np.uint16(data >> 16)
+            self.acc = fp32_add(self.acc, bf16_mul(w16, x16))
+            self.fmac_cycles += 1
+            if i == d["count"] - 1:
+                dst = d["dst_base"] + self.n[t] * L
+                self.mem[dst:dst + L] = bits(self.acc)
+                self.acc = np.zeros(L, dtype=np.float32)
+                self.acc_owner = None
+                self.pos[t] = 0
+                self.n[t] += 1
+                self.done[t] += 1
+                if self.n[t] == d["reps"]:
+                    self._complete(t)
+            else:
+                self.acc_owner = t
+                self.pos[t] = i + 1
+        else:  # STORE
+            v, j = self.n[t], self.pos[t]
+            if d["lo"] <= v < d["hi"]:
+                self.mem[d["dst_base"] + (v - d["lo"]) * L + j] = data
+            if j == L - 1:
+                self.pos[t] = 0
+                self.n[t] += 1
+                self.done[t] += 1
+                if self.n[t] == d["reps"]:
+                    self._complete(t)
+            else:
+                self.pos[t] = j + 1
+
+    # ---- vector unit -------------------------------------------------------------------------
+
+    def _ready(self, t):
+        d = self.desc[t]
+        if not (self.active[t] and d["op"] == OP["VEC"]):
+            return False
+        n = self.n[t]
+        return ((not d["dep_a_en"] or self.done[d["dep_a"]] > n)
+                and (not d["dep_b_en"] or self.done[d["dep_b"]] > n))
+
+    def run_vec(self):
+        """Fire ready vector descriptors (lowest index first) until none is ready."""
+        while True:
+            ready = [t for t in range(self.T) if self._ready(t)]
+            if not ready:
+                return
+            self._fire(ready[0])
+
+    def _vector(self, addr):
+        return self.mem[addr:addr + self.L].copy()
+
+    def _post(self, d, e):
+        """ReLU on the sign bit, then bf16 RNE (upper half), per the descriptor flags."""
+        e = np.asarray(e, dtype=np.uint32)
+        if d["relu"]:
+            e = np.where(e >> 31 == 1, np.uint32(0), e)
+        if d["round"]:
+            e = bf16_bits(f32(e)).astype(np.uint32) << 16
+        return e.astype(np.uint32)
+
+    def _fire(self, t):
+        d, L = self.desc[t], self.L
+        n = self.n[t]
+        mode = d["vmode"]
+        B = self._vector(d["b_base"] + n * d["b_stride"])
+        if mode == VMODE["DOT"]:
+            results = []
+            for k in range(d["count"]):
+                A = self._vector(d["a_base"] + k * d["a_stride"])
+                s = np.float32(0.0)
+                for j in range(L):
+                    s = fp32_add(s, bf16_mul(np.uint16(A[j] >> 16), np.uint16(B[j] >> 16)))
+                results.append(int(bits(s)))
+            unit = d["count"]
+        else:
+            A = self._vector(d["a_base"] + n * d["a_stride"])
+            if mode == VMODE["PASS"]:
+                results = A
+            elif mode == VMODE["ADD"]:
+                results = bits(fp32_add(f32(A), f32(B)))
+            else:  # MASK: the bf16 of A is > +0
+                a16 = A >> 16
+                results = np.where((a16 != 0) & (a16 < 0x8000), B, np.uint32(0))
+            unit = L
+        results = self._post(d, results)
+        for j, e in enumerate(results):
+            if d["send"]:
+                self.out.append((d["color"], int(e)))
+            if d["store"] and d["lo"] <= n < d["hi"]:
+                self.mem[d["dst_base"] + (n - d["lo"]) * unit + j] = e
+        self.vec_cycles += (d["count"] if mode == VMODE["DOT"] else 1) * unit_cycles(L)
+        self.n[t] = n + 1
+        self.done[t] += 1
+        if self.n[t] == d["reps"]:
+            self._complete(t)

@@ -1,0 +1,222 @@
+"""PeCore RTL against the golden PE model (models/pe.py): every operation alone with random data,
+random input gaps and random output back-pressure; chaining; cycle costs; FMAC utilization at
+line rate; the fault flag. Benches: sim/bench_pe.py."""
+
+import json
+
+import numpy as np
+import pytest
+
+from hdl.config import ConfigError, preset
+from hdl.pe_core import DONE_OFFSET, STATUS, PeCore, core_map
+from hdl.pe_descriptor import Fault, Op, VecMode
+from models.numerics import bf16_bits
+from sim.bench_pe import Program, desc_writes, sram_writes
+from sim.runner import run_bench
+
+TINY = preset("tiny")          # lanes 2, 256 words in 2 banks, 4 tasks, 4 colors
+DEFAULT = preset("default")    # lanes 4, 2048 words in 8 banks, 8 tasks, 24 colors
+
+
+def bf16_words(rng, n, *, specials=0.05, garbage=True):
+    """Random words holding bf16 values in the upper half (normal values of mixed sign and
+    scale, with some zeros, subnormals, infinities and NaNs); random low halves if ``garbage``."""
+    v = (rng.standard_normal(n) * np.exp2(rng.integers(-8, 8, n))).astype(np.float32)
+    hi = bf16_bits(v).astype(np.uint32)
+    pick = rng.random(n) < specials
+    special = rng.choice(np.array([0x0000, 0x8000, 0x7F80, 0xFF80, 0x7FC0, 0x0001, 0x8005],
+                                  dtype=np.uint32), n)
+    hi = np.where(pick, special, hi)
+    lo = rng.integers(0, 1 << 16, n, dtype=np.uint32) if garbage else 0
+    return (hi << 16) | lo
+
+
+def fp32_words(rng, n):
+    v = (rng.standard_normal(n) * np.exp2(rng.integers(-8, 8, n))).astype(np.float32)
+    return v.view(np.uint32)
+
+
+def status(cfg, name):
+    return core_map(cfg)[1] + STATUS[name]
+
+
+def done_addr(cfg, t):
+    return core_map(cfg)[1] + DONE_OFFSET + t
+
+
+def status_reads(cfg):
+    return [status(cfg, n) for n in STATUS] + [done_addr(cfg, t) for t in range(cfg.num_tasks)]
+
+
+def run(cfg, prog, **kw):
+    test_dir = run_bench(PeCore(cfg), "pe_core", "sim.bench_pe", params=prog.params(**kw))
+    result = json.loads((test_dir / "result.json").read_text())
+    prog.check(result)
+    return result
+
+
+def test_fmac():
+    """FMAC broadcast: odd base and stride (vectors straddle banks), garbage low halves."""
+    rng = np.random.default_rng(1)
+    cfg, L = TINY, TINY.lanes
+    K, R, stride, base, dst = 7, 5, 3, 1, 40
+    prog = Program(cfg)
+    prog.step(writes=sram_writes(0, bf16_words(rng, 40))
+              + desc_writes(cfg, 0, op=Op.FMAC, enable=1, color=1, a_base=base, a_stride=stride,
+                            count=K, reps=R, dst_base=dst))
+    prog.step(wavelets=[(1, w) for w in bf16_words(rng, K * R)],
+              reads=list(range(dst, dst + R * L)) + status_reads(cfg))
+    assert prog.model.done[0] == R and not prog.model.active[0]
+    run(cfg, prog, gap_prob=0.3)
+
+
+def test_store_filter():
+    rng = np.random.default_rng(2)
+    cfg, L = TINY, TINY.lanes
+    prog = Program(cfg)
+    prog.step(writes=sram_writes(96, fp32_words(rng, 16))
+              + desc_writes(cfg, 1, op=Op.STORE, enable=1, color=2, reps=6, lo=2, hi=5,
+                            dst_base=99))
+    prog.step(wavelets=[(2, w) for w in fp32_words(rng, 6 * L)],
+              reads=list(range(96, 112)) + status_reads(cfg))
+    run(cfg, prog, gap_prob=0.5)
+
+
+@pytest.mark.parametrize("mode,relu,rnd", [
+    (VecMode.PASS, 1, 1), (VecMode.ADD, 0, 0), (VecMode.ADD, 1, 1), (VecMode.MASK, 0, 1),
+    (VecMode.DOT, 0, 0)])
+def test_vec(mode, relu, rnd):
+    """A STORE receives B vectors from the fabric; the VEC fires on each (dep_b), computes with
+    the resident A, sends on color 3 under back-pressure and stores the filtered ones."""
+    rng = np.random.default_rng(10 + int(mode) * 3 + relu)
+    cfg, L = TINY, TINY.lanes
+    R, rows = 6, 3
+    dot = mode == VecMode.DOT
+    a_words = bf16_words(rng, 32, garbage=dot) if mode != VecMode.ADD else fp32_words(rng, 32)
+    if mode == VecMode.MASK:   # stored bf16 activations: clean upper halves, some zeros
+        a_words = np.where(rng.random(32) < 0.2, 0, a_words & 0xFFFF0000).astype(np.uint32)
+    prog = Program(cfg)
+    prog.step(writes=sram_writes(0, a_words)
+              + desc_writes(cfg, 0, op=Op.STORE, enable=1, color=1, reps=R, lo=0, hi=R,
+                            dst_base=64)
+              + desc_writes(cfg, 2, op=Op.VEC, vmode=mode, enable=1, relu=relu, round=rnd,
+                            send=1, store=1, color=3, dep_b_en=1, dep_b=0,
+                            a_base=0, a_stride=L if not dot else 5, b_base=64, b_stride=L,
+                            count=rows if dot else 1, reps=R, dst_base=128, lo=1, hi=R - 1))
+    b_words = fp32_words(rng, R * L) if mode != VecMode.DOT else bf16_words(rng, R * L)
+    prog.step(wavelets=[(1, w) for w in b_words],
+              reads=list(range(64, 64 + R * L)) + list(range(128, 128 + R * rows * L))
+              + status_reads(cfg))
+    assert len(prog.model.out) == R * (rows if dot else L)
+    run(cfg, prog, gap_prob=0.3, stall_prob=0.5)
+
+
+def test_vec_cycle_cost():
+    """Without back-pressure a VEC sends vector n's word j at ``t0 + n*(L+2) + j`` and counts
+    exactly the model's VEC cycles."""
+    rng = np.random.default_rng(4)
+    cfg, L = DEFAULT, DEFAULT.lanes
+    R = 6
+    prog = Program(cfg)
+    prog.step(writes=sram_writes(3, fp32_words(rng, R * 5))
+              + desc_writes(cfg, 5, op=Op.VEC, vmode=VecMode.PASS, enable=1, send=1, color=7,
+                            a_base=3, a_stride=5, count=1, reps=R),
+              reads=status_reads(cfg))
+    result = run(cfg, prog)
+    unit = prog.model.cycles(5) // R
+    t0 = result["tx_cycles"][0]
+    assert result["tx_cycles"] == [t0 + n * unit + j for n in range(R) for j in range(L)]
+    assert prog.model.vec_cycles == R * (L + 2)
+
+
+def test_chain():
+    """FMAC -> FMAC on one color (new X, new destination), and VEC -> VEC sending the rows of
+    each; every start comes from a chain."""
+    rng = np.random.default_rng(5)
+    cfg, L = TINY, TINY.lanes
+    K, R = 4, 3
+    prog = Program(cfg)
+    prog.step(writes=sram_writes(0, bf16_words(rng, 2 * K * L))
+              + desc_writes(cfg, 1, op=Op.FMAC, color=0, a_base=K * L, a_stride=L, count=K,
+                            reps=R, dst_base=128)
+              + desc_writes(cfg, 3, op=Op.VEC, vmode=VecMode.PASS, send=1, color=2, dep_a_en=1,
+                            dep_a=1, a_base=128, a_stride=L, count=1, reps=R)
+              + desc_writes(cfg, 2, op=Op.VEC, vmode=VecMode.PASS, enable=1, send=1, color=2,
+                            dep_a_en=1, dep_a=0, a_base=96, a_stride=L, count=1, reps=R,
+                            chain=1, next=3)
+              + desc_writes(cfg, 0, op=Op.FMAC, enable=1, color=0, a_base=0, a_stride=L,
+                            count=K, reps=R, dst_base=96, chain=1, next=1))
+    prog.step(wavelets=[(0, w) for w in bf16_words(rng, 2 * K * R)],
+              reads=list(range(96, 96 + 2 * R * L)) + status_reads(cfg))
+    assert len(prog.model.out) == 2 * R * L and prog.model.done[1] == R
+    run(cfg, prog, gap_prob=0.2, stall_prob=0.3)
+
+
+def test_fmac_utilization_at_line_rate():
+    """Weights at one wavelet per cycle: rx never stalls, every lane does one FMAC per cycle
+    (measured FMAC_CYCLES = the model's count = weights), rows back to back."""
+    rng = np.random.default_rng(6)
+    cfg, L = DEFAULT, DEFAULT.lanes
+    K, R = 16, 8
+    prog = Program(cfg)
+    prog.step(writes=sram_writes(0, bf16_words(rng, K * L))
+              + desc_writes(cfg, 0, op=Op.FMAC, enable=1, color=4, a_base=0, a_stride=L,
+                            count=K, reps=R, dst_base=1024))
+    prog.step(wavelets=[(4, w) for w in bf16_words(rng, K * R)],
+              reads=list(range(1024, 1024 + R * L)) + status_reads(cfg))
+    result = run(cfg, prog)
+    rx = result["rx_cycles"]
+    assert rx == list(range(rx[0], rx[0] + K * R)), "weights were not accepted one per cycle"
+    fmac = result["reads"][1][R * L + list(STATUS).index("FMAC_CYCLES")]
+    assert fmac == prog.model.fmac_cycles == prog.model.cycles(0) == K * R
+    assert fmac * L / (L * (rx[-1] - rx[0] + 1)) == 1.0
+
+
+def test_faults():
+    """Each illegal descriptor raises the sticky fault naming it and stays stopped; run-time
+    faults name the color / descriptor; the first fault sticks until cleared."""
+    cfg, S = TINY, TINY.sram_words
+    fault, active = status(cfg, "FAULT"), status(cfg, "ACTIVE")
+    clear = [[fault, 0]]
+    good = dict(op=Op.FMAC, enable=1, color=1, a_base=0, a_stride=2, count=4, reps=2, dst_base=64)
+    cases = [
+        (Fault.COUNT, 2, dict(good, count=0)),
+        (Fault.COUNT, 1, dict(op=Op.STORE, enable=1, color=0, reps=2, lo=3, hi=1)),
+        (Fault.COLOR, 3, dict(good, color=cfg.num_colors)),
+        (Fault.INDEX, 0, dict(good, chain=1, next=0)),
+        (Fault.INDEX, 1, dict(op=Op.VEC, enable=1, send=1, count=1, reps=1, dep_a_en=1, dep_a=7)),
+        (Fault.NO_ACTION, 2, dict(op=Op.VEC, enable=1, count=1, reps=1)),
+        (Fault.RANGE, 3, dict(good, a_base=S - 7)),
+        (Fault.RANGE, 0, dict(op=Op.VEC, vmode=VecMode.DOT, enable=1, send=1, store=1, count=3,
+                              reps=4, lo=0, hi=4, dst_base=S - 11)),
+    ]
+    prog = Program(cfg)
+    expected = []
+    for code, t, fields in cases:
+        prog.step(writes=clear + desc_writes(cfg, t, **fields), reads=[fault, active])
+        expected.append((code, t))
+    # Run time: a wavelet on an unbound color; two STOREs on one color; interleaved FMAC rows.
+    prog.step(writes=clear, wavelets=[(3, 5)], reads=[fault])
+    expected.append((Fault.UNBOUND, 3))
+    both = dict(op=Op.STORE, enable=1, color=2, reps=1, lo=0, hi=1, dst_base=100)
+    prog.step(writes=clear + desc_writes(cfg, 1, **both) + desc_writes(cfg, 2, **both),
+              wavelets=[(2, 7)], reads=[fault])
+    expected.append((Fault.DUP_COLOR, 1))
+    prog.step(writes=clear + desc_writes(cfg, 1, op=Op.NOP) + desc_writes(cfg, 2, op=Op.NOP)
+              + desc_writes(cfg, 0, **good) + desc_writes(cfg, 3, **dict(good, color=0)),
+              wavelets=[(1, 0x3F800000), (0, 0x3F800000)], reads=[fault])
+    expected.append((Fault.ACC_CONFLICT, 3))
+    # Sticky: a second fault does not replace the first.
+    prog.step(writes=clear + desc_writes(cfg, 2, **dict(good, count=0))
+              + desc_writes(cfg, 1, **dict(good, color=9)), reads=[fault])
+    expected.append((Fault.COUNT, 2))
+    for (code, t), reads in zip(expected, prog.expected_reads):
+        assert reads[0] == 1 | (int(code) << 1) | (t << 5), f"model fault for {code.name}"
+        if len(reads) > 1:
+            assert not (reads[1] >> t) & 1, f"{code.name}: the illegal descriptor was started"
+    run(cfg, prog)
+
+
+def test_lanes_must_fit_banks():
+    with pytest.raises(ConfigError, match="lanes <= sram_banks"):
+        PeCore(TINY.replace(lanes=4))
