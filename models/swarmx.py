@@ -224,10 +224,13 @@ class _Unit:
         self.out = _Fifo(adder_latency + 2)
         self.count = 0                  # words in the adder + words in ``out``
         self.error = False
+        self.credit_stalls = 0          # cycles with both inputs present but no credit
+
+    def inputs_present(self):
+        return all(s.items for s in self.sources if isinstance(s, _Fifo))
 
     def can_issue(self):
-        active = [s for s in self.sources if isinstance(s, _Fifo)]
-        return all(s.items for s in active) and self.count < self.out.depth
+        return self.inputs_present() and self.count < self.out.depth
 
     def issue_token(self):
         heads = [s.items[0] for s in self.sources if isinstance(s, _Fifo)]
@@ -280,6 +283,11 @@ class NodeCycleModel:
     def error(self):
         return any(u.error for u in self.units)
 
+    @property
+    def credit_stalls(self):
+        """Unit-cycles in which a pair was ready but the unit had no credit (parent stalling)."""
+        return sum(u.credit_stalls for u in self.units)
+
     def outputs(self):
         """``(bcast_in_ready[p], bcast_out[c] token|None, reduce_in_ready[c], reduce_out[p] token|None)``."""
         return ([all(self.bcast[c].w_rdy for c in g) for g in self.groups],
@@ -292,6 +300,8 @@ class NodeCycleModel:
         node this cycle or ``None``; ``*_taken``: whether the output word was transferred."""
         # Decisions from the state before the edge.
         issues = [u.can_issue() for u in self.units]
+        for u, issue in zip(self.units, issues):
+            u.credit_stalls += int(u.inputs_present() and not issue)
         popped = {id(u): False for u in self.units}
         for v, issue in zip(self.units, issues):
             for u in self.units:
@@ -357,6 +367,10 @@ class TreeCycleModel:
     @property
     def error(self):
         return any(node.error for level in self.levels for node in level)
+
+    @property
+    def credit_stalls(self):
+        return sum(node.credit_stalls for level in self.levels for node in level)
 
     def outputs(self):
         bottom = [node.outputs() for node in self.levels[0]]
