@@ -22,7 +22,9 @@ fp32 gradient comes back once (4 bytes); SwarmX broadcasts and reduces, so Memor
 bytes once for all N wafers (without SwarmX, N times). The optimizer reads master, state and
 gradient and writes master, state and the bf16 copy: for AdamW 16 + 14 = 30 bytes per parameter.
 A wafer's compute per step is ``6 * P * B`` flops (2 forward, 4 backward: dX and dW) for ``B``
-samples (tokens) per wafer.
+samples (tokens) per wafer; :func:`plan_bandwidth` sizes each link for the phase where it is
+tightest, and :func:`models.memoryx.timing.step_timing` run with those rates exposes only the update
+of the first layer.
 """
 
 from dataclasses import dataclass
@@ -109,32 +111,40 @@ def plan_capacity(parameters, optimizer_or_bytes, dram_bytes, flash_bytes=0.0):
 @dataclass(frozen=True)
 class BandwidthPlan:
     step_seconds: float            # wafer compute time of one training step
-    stream_out_bytes: float        # bf16 weights leaving MemoryX per step
+    forward_seconds: float         # of which the forward pass (2 P B flops)
+    backward_seconds: float        # and the backward pass (4 P B flops)
+    stream_out_bytes: float        # bf16 weights leaving MemoryX per step (both passes)
     gradient_in_bytes: float       # fp32 gradients arriving per step
     update_bytes: float            # bytes the optimizer moves per step
-    stream_out_bw: float           # bytes/s needed so streaming keeps up with the wafers
-    gradient_in_bw: float
-    update_bw: float               # memory bandwidth of the near-memory optimizer
+    stream_out_bw: float           # bytes/s so the weight stream keeps up in the forward pass
+    gradient_in_bw: float          # bytes/s so gradients leave as fast as the backward pass makes them
+    update_bw: float               # memory bandwidth so the update fits in the backward pass
 
 
 def plan_bandwidth(parameters, optimizer, samples_per_wafer, wafer_flops, n_wafers=1, utilization=1.0,
                    swarmx=True):
-    """Bandwidth MemoryX needs so ``n_wafers`` wafers never wait for weights.
+    """Bandwidth MemoryX needs so ``n_wafers`` wafers never wait for it.
 
-    Each wafer computes ``6 * parameters * samples_per_wafer`` flops per step at ``wafer_flops *
-    utilization``; MemoryX must stream ``4 * parameters`` bytes (bf16, twice), take
-    ``4 * parameters`` gradient bytes and run the update within that time. With ``swarmx`` the
-    tree broadcasts/reduces, so the traffic does not grow with ``n_wafers``; without it, each
-    wafer is served separately (traffic x N). For a fixed *global* batch ``G`` pass
+    A wafer computes ``2 P B`` flops in the forward and ``4 P B`` in the backward pass at
+    ``wafer_flops * utilization``. The forward pass is the tighter one for the weight stream (the
+    same ``2 P`` bf16 bytes as the backward pass in half the time): ``stream_out_bw = 2 P /
+    forward_seconds``. Gradients (``4 P`` bytes) leave during the backward pass: ``gradient_in_bw =
+    4 P / backward_seconds``. The near-memory update overlaps the backward pass (layer L is updated
+    while L-1 computes): ``update_bw = update_bytes / backward_seconds``. With ``swarmx`` the tree
+    broadcasts and reduces, so stream and gradient traffic do not grow with ``n_wafers``; without it
+    each wafer is served separately (x N). For a fixed *global* batch ``G`` pass
     ``samples_per_wafer = G / n_wafers``.
     """
     if parameters <= 0 or samples_per_wafer <= 0 or wafer_flops <= 0 or not 0 < utilization <= 1 \
             or n_wafers < 1:
         raise ValueError("parameters, samples_per_wafer, wafer_flops > 0, n_wafers >= 1, 0 < utilization <= 1")
-    t = 6.0 * parameters * samples_per_wafer / (wafer_flops * utilization)
+    rate = wafer_flops * utilization
+    fwd = 2.0 * parameters * samples_per_wafer / rate
+    bwd = 4.0 * parameters * samples_per_wafer / rate
     fan = 1 if swarmx else n_wafers
     out_b = STREAM_BYTES_PER_STEP * parameters * fan
     in_b = GRADIENT_BYTES_PER_STEP * parameters * fan
     upd = update_bytes_per_parameter(optimizer)["total"] * parameters
-    return BandwidthPlan(step_seconds=t, stream_out_bytes=out_b, gradient_in_bytes=in_b, update_bytes=upd,
-                         stream_out_bw=out_b / t, gradient_in_bw=in_b / t, update_bw=upd / t)
+    return BandwidthPlan(step_seconds=fwd + bwd, forward_seconds=fwd, backward_seconds=bwd,
+                         stream_out_bytes=out_b, gradient_in_bytes=in_b, update_bytes=upd,
+                         stream_out_bw=out_b / 2 / fwd, gradient_in_bw=in_b / bwd, update_bw=upd / bwd)

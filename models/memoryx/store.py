@@ -215,11 +215,14 @@ class MemoryX:
             raise DuplicateGradientError(
                 f"second gradient for layer {name!r} in micro-step {self.micro_steps} "
                 f"(each layer takes one gradient per micro-step; call end_step() to close a step early)")
-        finite = np.isfinite(grad)
-        if not finite.all():
-            bad = np.argwhere(~finite)
-            raise GradientError(f"gradient for layer {name!r} has {len(bad)} NaN/Inf element(s), first at "
-                                f"index {tuple(int(i) for i in bad[0])}")
+        flat = grad.reshape(-1)
+        c = self.chunk_elems * 8
+        for s in range(0, flat.size, c):          # chunked: no layer-sized temporary
+            if not np.isfinite(flat[s:s + c]).all():
+                finite = np.isfinite(grad)
+                bad = np.argwhere(~finite)
+                raise GradientError(f"gradient for layer {name!r} has {len(bad)} NaN/Inf element(s), first at "
+                                    f"index {tuple(int(i) for i in bad[0])}")
         return layer
 
     def _lr(self, t):
@@ -241,7 +244,9 @@ class MemoryX:
         completes = layer.micro + 1 == k
         lr = self._lr(layer.t + 1) if completes else None
         gkey = (name, "grad")
-        if layer.micro > 0:
+        if k == 1:
+            pass                                  # lands in the buffer chunk by chunk in _update
+        elif layer.micro > 0:
             gbuf = self.tiers.acquire(gkey)
             try:
                 with np.errstate(over="ignore"):
@@ -258,7 +263,7 @@ class MemoryX:
         self.stats["gradients"] += 1
         self.stats["gradient_bytes"] += grad.nbytes
         if completes:
-            self._update(layer, lr)
+            self._update(layer, lr, incoming=grad if k == 1 else None)
             layer.micro = 0
         self._received.add(name)
         if len(self._received) == len(self._layers):
@@ -270,7 +275,9 @@ class MemoryX:
         self._received.clear()
         self.micro_steps += 1
 
-    def _update(self, layer, lr):
+    def _update(self, layer, lr, incoming=None):
+        """One optimizer step of ``layer``; ``incoming`` (k == 1) is copied into the gradient buffer
+        chunk by chunk as the update goes (the same bytes land there as with a separate copy)."""
         name = layer.name
         kinds = self._kinds()
         arrays = {}
@@ -280,18 +287,21 @@ class MemoryX:
             t = layer.t + 1
             k = self.accumulation_steps
             p, g, b = arrays["master"], arrays["grad"], arrays["bf16"]
+            src = None if incoming is None else incoming.reshape(-1)
             states = {s: arrays[s] for s in self.optimizer.state_names}
             n = p.size
             c = self.chunk_elems
             with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
                 for s in range(0, n, c):
                     e = min(n, s + c)
+                    if src is not None:
+                        g[s:e] = src[s:e]
                     gs = g[s:e] if k == 1 else g[s:e] / F32(k)
                     self.optimizer.step(p[s:e], gs, {n_: a[s:e] for n_, a in states.items()}, t, lr)
                     b[s:e] = bf16_bits(p[s:e])
         finally:
             for kind in arrays:
-                self.tiers.release((name, kind), dirty=kind != "grad")
+                self.tiers.release((name, kind), dirty=kind != "grad" or incoming is not None)
         layer.t = t
         layer.version += 1
         self.stats["updates"] += 1

@@ -11,11 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from memoryx_helpers import assert_same_state
 
 from models.memoryx import AdamW, CheckpointError, MemoryX, Momentum, read_checkpoint
 from models.memoryx.checkpoint import MAGIC
-
-from memoryx_helpers import assert_same_state
 
 F = np.float32
 ROOT = Path(__file__).resolve().parents[3]

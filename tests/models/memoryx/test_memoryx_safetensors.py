@@ -5,10 +5,10 @@ import json
 import ml_dtypes
 import numpy as np
 import pytest
+from memoryx_helpers import assert_same_state
 from safetensors.numpy import load_file, save_file
 
-from memoryx_helpers import assert_same_state
-from models.memoryx import Adam, AdamW, MemoryX, MemoryXError, SGD, read_safetensors
+from models.memoryx import SGD, Adam, AdamW, MemoryX, MemoryXError, read_safetensors
 from models.numerics import bf16_bits
 
 F = np.float32

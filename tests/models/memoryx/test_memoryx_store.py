@@ -2,12 +2,23 @@
 
 import numpy as np
 import pytest
-
-from models.memoryx import (SGD, Adam, AdamW, DuplicateGradientError, GradientError, MemoryX, MemoryXError,
-                            Momentum, UnknownLayerError, initialize, linear_warmup_cosine, step_decay)
-from models.numerics import bf16_bits
-
 from memoryx_helpers import assert_same_state
+
+from models.memoryx import (
+    SGD,
+    Adam,
+    AdamW,
+    DuplicateGradientError,
+    GradientError,
+    MemoryX,
+    MemoryXError,
+    Momentum,
+    UnknownLayerError,
+    initialize,
+    linear_warmup_cosine,
+    step_decay,
+)
+from models.numerics import bf16_bits
 
 F = np.float32
 

@@ -89,8 +89,10 @@ def test_model_larger_than_dram_trains_bit_identically(opt, tmp_path):
         assert c["dram"]["misses"] > 0 and c["flash"]["bytes_read"] > 0
         if budget == 0:
             assert c["flash"]["direct"] == c["dram"]["misses"]
-        else:
+        elif i == 0:
             assert c["dram"]["evictions"] > 0 and c["dram"]["bytes_out"] > 0
+        else:
+            assert c["flash"]["direct"] > 0 and c["dram"]["hits"] > 0
         for n in ref.layer_names():
             np.testing.assert_array_equal(mx.master(n), ref.master(n))
             np.testing.assert_array_equal(mx.bf16(n), ref.bf16(n))
