@@ -338,3 +338,166 @@ class PeModel:
         self.done[t] += 1
         if self.n[t] == d["reps"]:
             self._complete(t)
+
+
+def encode(**fields):
+    """Configuration words of a descriptor (the model's own encoder; ``hdl.pe_descriptor.encode``
+    must agree). Unknown fields or values that do not fit raise ``ValueError``."""
+    widths = dict(DESC_FIELDS)
+    unknown = sorted(set(fields) - set(widths))
+    if unknown:
+        raise ValueError(f"unknown descriptor field(s) {', '.join(unknown)}")
+    value, offset = 0, 0
+    for name, width in DESC_FIELDS:
+        v = int(fields.get(name, 0))
+        if not 0 <= v < (1 << width):
+            raise ValueError(f"descriptor field {name!r} = {v} does not fit in {width} bits")
+        value |= v << offset
+        offset += width
+    return [(value >> (32 * w)) & MASK32 for w in range(DESC_WORDS)]
+
+
+# ---- the forward micro-kernel of DESIGN.md 6 as PE programs ------------------------------------
+
+COLOR_W, COLOR_PSUM, COLOR_RESULT = 0, 1, 2
+
+
+def _split(n, parts):
+    base, extra = divmod(n, parts)
+    out, start = [], 0
+    for i in range(parts):
+        size = base + (1 if i < extra else 0)
+        out.append(range(start, start + size))
+        start += size
+    return out
+
+
+def forward_kernel(*, lanes, sram_words, rows, cols, m, k):
+    """Programs of the forward micro-kernel ``Z = W X`` on a ``rows x cols`` mesh of PEs.
+
+    Partition (models.pipeline.mapping): column q holds ``X[K_q]``, row p the batch slice
+    ``B_p`` of ``lanes`` columns (batch = ``rows * lanes``); the outputs of row m are kept by the
+    column owning m in the split of M over the columns. Colors: :data:`COLOR_W` (weights, in at
+    the north edge, multicast down each column), :data:`COLOR_PSUM` (the partial-sum chain, west
+    to east), :data:`COLOR_RESULT` (ReLU'd bf16 results, east to west; they also leave the mesh
+    at the west edge, or at the east edge of a one-column mesh).
+
+    Returns a dict with ``pes[(p, q)] = {"descs": {t: fields}, "x_base", "k": range,
+    "own": range, "xn_base"}`` (``xn_base``: where the kept outputs ``A[own, B_p]`` land, one
+    vector per output row), ``routes[(p, q)] = [(color, in_port, [out_ports])]`` (port names
+    ``N E S W RAMP``) and ``edge_out`` (``"W"`` or ``"E"``: where results leave row p).
+    """
+    L = lanes
+    k_slices, m_slices = _split(k, cols), _split(m, cols)
+    if min(len(s) for s in k_slices) == 0:
+        raise ValueError(f"every column needs at least one input feature: K={k} < cols={cols}")
+    pes, routes = {}, {}
+    for p in range(rows):
+        for q in range(cols):
+            kq, own = k_slices[q], m_slices[q]
+            x_base, snap = 0, len(kq) * L
+            psum = snap + m * L
+            xn = psum + m * L
+            if xn + m * L > sram_words:
+                raise ValueError(f"the kernel needs {xn + m * L} SRAM words, PE has {sram_words}")
+            first, last = q == 0, q == cols - 1
+            descs = {0: dict(op=OP["FMAC"], enable=1, color=COLOR_W, a_base=x_base, a_stride=L,
+                             count=len(kq), reps=m, dst_base=snap)}
+            keep = dict(lo=own.start, hi=own.stop, dst_base=xn)
+            if first and last:      # one column: the PE's own sums are complete
+                descs[1] = dict(op=OP["VEC"], vmode=VMODE["PASS"], enable=1, relu=1, round=1,
+                                send=1, store=1, color=COLOR_RESULT, dep_a_en=1, dep_a=0,
+                                a_base=snap, a_stride=L, count=1, reps=m, **keep)
+            elif first:
+                descs[1] = dict(op=OP["VEC"], vmode=VMODE["PASS"], enable=1, send=1,
+                                color=COLOR_PSUM, dep_a_en=1, dep_a=0, a_base=snap, a_stride=L,
+                                count=1, reps=m)
+            else:
+                descs[1] = dict(op=OP["STORE"], enable=1, color=COLOR_PSUM, reps=m, lo=0, hi=m,
+                                dst_base=psum)
+                post = dict(relu=1, round=1, color=COLOR_RESULT, store=1, **keep) if last else \
+                    dict(color=COLOR_PSUM)
+                descs[2] = dict(op=OP["VEC"], vmode=VMODE["ADD"], enable=1, send=1, dep_a_en=1,
+                                dep_a=0, dep_b_en=1, dep_b=1, a_base=snap, a_stride=L,
+                                b_base=psum, b_stride=L, count=1, reps=m, **post)
+            if not last:
+                descs[3] = dict(op=OP["STORE"], enable=1, color=COLOR_RESULT, reps=m, **keep)
+            pes[(p, q)] = {"descs": descs, "x_base": x_base, "k": kq, "own": own, "xn_base": xn}
+            w_out = ["RAMP"] + (["S"] if p < rows - 1 else [])
+            r = [(COLOR_W, "N", w_out)]
+            if not last:
+                r.append((COLOR_PSUM, "RAMP", ["E"]))
+            if not first:
+                r.append((COLOR_PSUM, "W", ["RAMP"]))
+            if cols == 1:
+                r.append((COLOR_RESULT, "RAMP", ["E"]))
+            elif last:
+                r.append((COLOR_RESULT, "RAMP", ["W"]))
+            else:
+                r.append((COLOR_RESULT, "E", ["RAMP", "W"]))
+            routes[(p, q)] = r
+    return {"pes": pes, "routes": routes, "edge_out": "E" if cols == 1 else "W",
+            "k_slices": k_slices, "m_slices": m_slices}
+
+
+_STEP = {"E": (0, 1, "W"), "W": (0, -1, "E"), "S": (1, 0, "N"), "N": (-1, 0, "S")}
+
+
+def run_forward_kernel(plan, *, lanes, sram_words, num_tasks, num_colors, w16, x16, rng=None):
+    """Run ``plan`` (:func:`forward_kernel`) on a mesh of :class:`PeModel` joined by an ideal
+    fabric (routes of the plan, no delay, no loss). ``w16`` (M x K) and ``x16`` (K x batch) are
+    bf16 bit patterns. With ``rng`` the PEs take their next wavelet in random order (any arrival
+    interleaving must give the same numbers). Returns ``(models, edges)``; ``edges[(p, side)]``
+    lists the words that left row/column p at that edge."""
+    from collections import deque
+    pes = plan["pes"]
+    rows = 1 + max(p for p, _ in pes)
+    cols = 1 + max(q for _, q in pes)
+    L = lanes
+    models, queues, edges = {}, {}, {}
+    for (p, q), pe in pes.items():
+        mdl = PeModel(lanes=L, sram_words=sram_words, num_tasks=num_tasks, num_colors=num_colors)
+        xs = x16[pe["k"].start:pe["k"].stop, p * L:(p + 1) * L].astype(np.uint32) << 16
+        for i, row in enumerate(xs):
+            for j, v in enumerate(row):
+                mdl.cfg_write(pe["x_base"] + i * L + j, int(v))
+        for t in sorted(pe["descs"], reverse=True):   # consumers first, then their producers
+            words = encode(**pe["descs"][t])
+            for w in (1, 2, 3, 4, 5, 0):
+                mdl.cfg_write(desc_addr(sram_words, t, w), words[w])
+        models[(p, q)], queues[(p, q)] = mdl, deque()
+    table = {pq: {(c, i): outs for c, i, outs in r} for pq, r in plan["routes"].items()}
+
+    def deliver(p, q, port, color, data):
+        for out in table[(p, q)].get((color, port), []):
+            if out == "RAMP":
+                queues[(p, q)].append((color, data))
+                continue
+            dp, dq, arrive = _STEP[out]
+            if 0 <= p + dp < rows and 0 <= q + dq < cols:
+                deliver(p + dp, q + dq, arrive, color, data)
+            else:
+                edges.setdefault((p if out in "EW" else q, out), []).append(data)
+
+    sent = {pq: 0 for pq in models}
+
+    def flush(pq):
+        out = models[pq].out
+        for color, data in out[sent[pq]:]:
+            deliver(*pq, "RAMP", color, data)
+        sent[pq] = len(out)
+
+    for pq in models:
+        flush(pq)
+    for m in range(w16.shape[0]):
+        for q in range(cols):
+            for k in plan["k_slices"][q]:
+                deliver(0, q, "N", COLOR_W, int(w16[m, k]) << 16)
+    while True:
+        busy = [pq for pq in models if queues[pq]]
+        if not busy:
+            break
+        pq = busy[int(rng.integers(len(busy)))] if rng is not None else busy[0]
+        models[pq].wavelet(*queues[pq].popleft())
+        flush(pq)
+    return models, edges
