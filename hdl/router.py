@@ -1,0 +1,380 @@
+"""The 5-port color router (DESIGN.md 5.2): per-color virtual channels, multicast, round-robin
+arbitration per output, per-color credit flow control between routers, run-time route tables.
+
+Ports (``p`` is one of ``n``, ``e``, ``s``, ``w``, ``ramp``; ``C = cfg.num_colors``)
+--------------------------------------------------------------------------------------
+A port is either a *boundary* port (edges of a mesh, the RAMP, every port of a standalone
+router) or a *link* port (``links=...``: a neighbour router inside a mesh).
+
+Boundary port ``p``:
+    ``p_in: In(stream.Signature(Wavelet))``  wavelets into the router. ``ready`` is high when the
+        virtual channel of the offered color has room (it depends on ``payload.color``): a stream
+        whose head color is full waits, so one input stream is in order, as a stream must be.
+    ``p_out: Out(stream.Signature(Wavelet))``  wavelets out; a register stage (valid, payload are
+        flops; valid stays high until the transfer).
+    ``p_accept: In(C)``  per-color consumer mask: the router only *starts* offering a wavelet of
+        color ``c`` on ``p_out`` while ``p_accept[c]`` is high. A consumer that will never take
+        color ``c`` clears the bit and keeps ``ready`` high for the others: that color then waits
+        in its virtual channel and no other color is slowed. A plain stream consumer ties it to
+        all ones (the mesh does that for cores without ``rx_accept``); it must then take whatever
+        is offered, like any stream.
+Link port ``p`` (:class:`CreditLink`): ``p_in: In(CreditLink(C))``, ``p_out: Out(CreditLink(C))``.
+    ``valid``/``payload`` forward, ``credit[c]`` backward (one pulse = one slot of color ``c``
+    freed in the receiver). The sender starts with ``vc_depth`` credits per color and only sends
+    color ``c`` while it holds a credit for it, so the link never back-pressures as a whole.
+``cfg: In(ConfigBus())``, ``error: Out(1)`` (the sticky error flag).
+
+Timing
+------
+* Injection: a wavelet transferred on a boundary ``p_in`` in cycle ``t`` is in its virtual
+  channel at ``t + 1``; it can cross a link in cycle ``t + 1`` (one cycle per hop: a wavelet
+  leaving a router in cycle ``t`` can leave the next one in ``t + 1``) or be loaded into a
+  boundary output register in ``t + 1`` and be offered on ``p_out`` from ``t + 2``.
+  Through ``h`` links: input transfer at ``t``, output offered from ``t + h + 2``.
+* One wavelet per output per cycle, sustained with ``vc_depth >= 2`` (credit loop of 2 cycles).
+* Several virtual channels of one input may leave on different outputs in the same cycle.
+
+Arbitration
+-----------
+Candidates of output ``o`` are the virtual channels ``k = input * C + color`` whose head wants
+``o`` (route bit set, copy not yet sent) and whose color can go (a credit, or accept bit and a
+free/freeing output register). Round-robin: the lowest candidate above the last grant of ``o``,
+else the lowest candidate. A multicast head leaves on each output of its mask exactly once, in
+whatever cycles those outputs grant it, and is popped when the last copy has gone.
+
+Configuration address map (16-bit ``cfg.addr``; writes take effect the next cycle, reads are
+registered)
+------------------------------------------------------------------------------------------------
+``0x000 + color * 8 + port``  route mask (5 bits, bit = :class:`Port`) of wavelets of ``color``
+    arriving on input ``port``; R/W. Reset value 0 (no route).
+``0x100``  error status, read: ``[0]`` flag, ``[3:1]`` code, ``[6:4]`` port, ``[12:8]`` color;
+    any write clears it.
+``0x101``  parameters, read only: ``[7:0]`` num_colors, ``[15:8]`` vc_depth.
+``0x108 + port``  read only: bit ``c`` set when the virtual channel (input ``port``, color ``c``)
+    holds a wavelet.
+``0x110 + port``  read only: bit ``c`` set when output ``port`` cannot take color ``c`` now (no
+    credit, accept bit low, or output register full and not being read).
+Other addresses read 0; a write to them is an error (``BAD_ADDR``).
+
+Errors (sticky; the first one is kept until cleared; ties in one cycle: lowest port, lowest
+color)
+---------------------------------------------------------------------------------------------
+``NO_ROUTE`` (1): a wavelet arrived on ``(port, color)`` whose route mask is 0. It is kept in its
+    virtual channel (never dropped): it leaves once a route is written.
+``BAD_COLOR`` (2): a wavelet with ``color >= num_colors`` arrived; it has no virtual channel and
+    is discarded (the only discard, always flagged).
+``BUSY_REWRITE`` (3): a route write for ``(color, port)`` while that virtual channel holds
+    wavelets under a non-zero route (or has sent part of a multicast); the write is ignored
+    (routes change only while their channel is idle; a channel holding wavelets that arrived
+    with no route can always be given one).
+``BAD_ROUTE`` (4): a route write with bits above bit 4; ignored.
+``BAD_ADDR`` (5): a write to an unmapped address (e.g. a color ``>= num_colors``); ignored.
+"""
+
+import enum
+
+from amaranth import Array, Cat, Const, Module, Mux, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .config_bus import ConfigBus
+from .wavelet import COLOR_BITS, MAX_COLORS, Port, Wavelet
+
+__all__ = ["Router", "CreditLink", "ErrorCode", "PORT_NAMES", "route_addr", "ADDR_ERROR",
+           "ADDR_PARAMS", "ADDR_VC_BUSY", "ADDR_OUT_BLOCKED", "ROUTER_ADDR_SPAN"]
+
+PORT_NAMES = ("n", "e", "s", "w", "ramp")
+NUM_PORTS = 5
+
+ADDR_ERROR = 0x100
+ADDR_PARAMS = 0x101
+ADDR_VC_BUSY = 0x108
+ADDR_OUT_BLOCKED = 0x110
+ROUTER_ADDR_SPAN = 0x200
+
+
+def route_addr(color, port):
+    """Configuration address of the route mask of ``(color, input port)``."""
+    return (int(color) << 3) | int(port)
+
+
+class ErrorCode(enum.IntEnum):
+    NONE = 0
+    NO_ROUTE = 1
+    BAD_COLOR = 2
+    BUSY_REWRITE = 3
+    BAD_ROUTE = 4
+    BAD_ADDR = 5
+
+
+class CreditLink(wiring.Signature):
+    """Router-to-router link, from the sender's side: ``valid``, ``payload`` (a :class:`Wavelet`)
+    forward, ``credit`` (``num_colors`` bits, one pulse per freed slot of that color) backward."""
+
+    def __init__(self, num_colors):
+        self._num_colors = num_colors
+        super().__init__({"valid": Out(1), "payload": Out(Wavelet), "credit": In(num_colors)})
+
+    @property
+    def num_colors(self):
+        return self._num_colors
+
+    def __eq__(self, other):
+        return isinstance(other, CreditLink) and other.num_colors == self.num_colors
+
+    def __repr__(self):
+        return f"CreditLink({self._num_colors})"
+
+
+class Router(wiring.Component):
+    """Color router; see the module docstring for ports, timing and the address map.
+
+    Parameters
+    ----------
+    cfg : Config
+        ``num_colors`` and ``vc_depth`` are used.
+    links : iterable of Port
+        Ports (among N, E, S, W) that are credit links to a neighbour; the others are boundary
+        stream ports.
+    """
+
+    def __init__(self, cfg, *, links=()):
+        links = frozenset(Port(p) for p in links)
+        if Port.RAMP in links:
+            raise ValueError("the RAMP port is always a stream port, it cannot be a credit link")
+        self._cfg = cfg
+        self._links = links
+        colors = cfg.num_colors
+        members = {"cfg": In(ConfigBus()), "error": Out(1)}
+        for p in Port:
+            name = PORT_NAMES[p]
+            if p in links:
+                members[f"{name}_in"] = In(CreditLink(colors))
+                members[f"{name}_out"] = Out(CreditLink(colors))
+            else:
+                members[f"{name}_in"] = In(stream.Signature(Wavelet))
+                members[f"{name}_out"] = Out(stream.Signature(Wavelet))
+                members[f"{name}_accept"] = In(colors, init=(1 << colors) - 1)
+        super().__init__(members)
+
+    @property
+    def config(self):
+        return self._cfg
+
+    @property
+    def links(self):
+        return self._links
+
+    def port_in(self, p):
+        return getattr(self, f"{PORT_NAMES[p]}_in")
+
+    def port_out(self, p):
+        return getattr(self, f"{PORT_NAMES[p]}_out")
+
+    def elaborate(self, platform):
+        # Written with wide vectors (one bit per virtual channel k = input * C + color) so the
+        # generated Verilog has few, wide nets: that is what keeps event-driven simulation fast.
+        m = Module()
+        C, D = self._cfg.num_colors, self._cfg.vc_depth
+        N = NUM_PORTS * C
+        ports = list(Port)
+        names = PORT_NAMES
+
+        def vec(name, width=N, **kw):
+            return Signal(width, name=name, **kw)
+
+        # Route table, stored per output: bit k of route_v[o] = VC k is routed to output o.
+        route_v = [vec(f"route_{names[o]}") for o in ports]
+        sent_v = [vec(f"sent_{names[o]}") for o in ports]      # copy already sent
+        routed = vec("routed")
+        m.d.comb += routed.eq(_or_all(route_v))
+        sent_any = vec("sent_any")
+        m.d.comb += sent_any.eq(_or_all(sent_v))
+
+        # ---- virtual channels: shift-register FIFOs, head in slot 0 ------------------------
+        slot = [[[Signal(DATA_CTRL, name=f"vc_{names[i]}_c{c}_s{k}") for k in range(D)]
+                 for c in range(C)] for i in ports]
+        count = [[Signal(range(D + 1), name=f"vc_{names[i]}_c{c}_n") for c in range(C)]
+                 for i in ports]
+        nonempty = vec("nonempty")
+        full = vec("full")
+        m.d.comb += [
+            nonempty.eq(Cat(count[i][c] != 0 for i in ports for c in range(C))),
+            full.eq(Cat(count[i][c] == D for i in ports for c in range(C))),
+        ]
+
+        # ---- output eligibility per color ---------------------------------------------------
+        credit = {}
+        elig = []
+        for o in ports:
+            out = self.port_out(o)
+            e = vec(f"elig_{names[o]}", C)
+            if o in self._links:
+                credit[o] = [Signal(range(D + 1), init=D, name=f"credit_{names[o]}_c{c}")
+                             for c in range(C)]
+                m.d.comb += e.eq(Cat(credit[o][c] != 0 for c in range(C)))
+            else:
+                accept = getattr(self, f"{names[o]}_accept")
+                m.d.comb += e.eq(Mux(~out.valid | out.ready, accept, 0))
+            elig.append(e)
+
+        # ---- requests, round-robin grants ---------------------------------------------------
+        want = []
+        grants = []
+        for o in ports:
+            w = vec(f"want_{names[o]}")
+            m.d.comb += w.eq(route_v[o] & ~sent_v[o] & nonempty)
+            want.append(w)
+            req = vec(f"req_{names[o]}")
+            m.d.comb += req.eq(w & Cat(elig[o] for _ in ports))
+            above = vec(f"rr_{names[o]}", init=(1 << N) - 1)
+            hi = vec(f"req_hi_{names[o]}")
+            pick = vec(f"pick_{names[o]}")
+            grant = vec(f"grant_{names[o]}")
+            m.d.comb += [
+                hi.eq(req & above),
+                pick.eq(Mux(hi != 0, hi, req)),
+                grant.eq(pick & (~pick + 1)[:N]),
+            ]
+            with m.If(grant != 0):
+                m.d.sync += above.eq(~(grant | (grant - 1)[:N]))
+            grants.append(grant)
+
+        any_want = vec("any_want")
+        rest = vec("rest")
+        pop = vec("pop")
+        m.d.comb += [
+            any_want.eq(_or_all(want)),
+            rest.eq(_or_all([want[o] & ~grants[o] for o in ports])),
+            pop.eq(any_want & ~rest),
+        ]
+        for o in ports:
+            m.d.sync += sent_v[o].eq((sent_v[o] | grants[o]) & ~pop)
+
+        # ---- crossbar: one-hot grant -> index -> head word ----------------------------------
+        heads = Array(slot[i][c][0] for i in ports for c in range(C))
+        for o in ports:
+            grant = grants[o]
+            idx = Signal(range(N), name=f"xbar_{names[o]}_idx")
+            color = Signal(COLOR_BITS, name=f"xbar_{names[o]}_color")
+            with m.Switch(grant):
+                for k in range(N):
+                    with m.Case(1 << k):
+                        m.d.comb += [idx.eq(k), color.eq(k % C)]
+            word = Signal(DATA_CTRL, name=f"xbar_{names[o]}_word")
+            m.d.comb += word.eq(heads[idx])
+            payload = Signal(Wavelet, name=f"xbar_{names[o]}_payload")
+            m.d.comb += [payload.data.eq(word[:32]), payload.ctrl.eq(word[32]),
+                         payload.color.eq(color)]
+            out = self.port_out(o)
+            if o in self._links:
+                m.d.comb += [out.valid.eq(grant != 0), out.payload.eq(payload)]
+                used = vec(f"used_{names[o]}", C)
+                m.d.comb += used.eq(_or_all([grant[i * C:(i + 1) * C] for i in ports]))
+                for c in range(C):
+                    with m.If(out.credit[c] != used[c]):
+                        m.d.sync += credit[o][c].eq(Mux(used[c], credit[o][c] - 1,
+                                                        credit[o][c] + 1))
+            else:
+                with m.If(grant != 0):
+                    m.d.sync += [out.valid.eq(1), out.payload.eq(payload)]
+                with m.Elif(out.ready):
+                    m.d.sync += out.valid.eq(0)
+
+        # ---- inputs: writes into the virtual channels, credits back -------------------------
+        err_events = []   # (condition, code, color, port) in priority order
+        for i in ports:
+            inp = self.port_in(i)
+            color_in = inp.payload.color
+            word_in = Signal(DATA_CTRL, name=f"in_{names[i]}_word")
+            m.d.comb += word_in.eq(Cat(inp.payload.data, inp.payload.ctrl))
+            in_range = (color_in < C) if C < MAX_COLORS else Const(1)
+            if i in self._links:
+                take = inp.valid
+                m.d.comb += inp.credit.eq(pop[i * C:(i + 1) * C])
+            else:
+                m.d.comb += inp.ready.eq(~in_range | ~full[i * C:(i + 1) * C].bit_select(color_in, 1))
+                take = inp.valid & inp.ready
+            write = vec(f"write_{names[i]}", C)
+            m.d.comb += write.eq(Mux(take & in_range, Const(1, C) << color_in, 0))
+            err_events.append((take & in_range & ~routed[i * C:(i + 1) * C].bit_select(color_in, 1),
+                               ErrorCode.NO_ROUTE, color_in, i))
+            if C < MAX_COLORS:
+                err_events.append((take & ~in_range, ErrorCode.BAD_COLOR, color_in, i))
+            for c in range(C):
+                w = write[c]
+                n = count[i][c]
+                p = pop[i * C + c]
+                with m.If(p):
+                    for k in range(D - 1):
+                        m.d.sync += slot[i][c][k].eq(slot[i][c][k + 1])
+                with m.If(w):
+                    for k in range(D):
+                        with m.If(n - p == k):
+                            m.d.sync += slot[i][c][k].eq(word_in)
+                with m.If(w != p):
+                    m.d.sync += n.eq(Mux(w, n + 1, n - 1))
+
+        # ---- configuration bus --------------------------------------------------------------
+        bus = self.cfg
+        a_color = bus.addr[3:8]
+        a_port = bus.addr[0:3]
+        is_route = Signal()
+        is_error = Signal()
+        sel = Signal(range(N))
+        busy = Signal()
+        m.d.comb += [
+            is_route.eq((bus.addr[8:] == 0) & (a_port < NUM_PORTS) & (a_color < C)),
+            is_error.eq(bus.addr == ADDR_ERROR),
+            sel.eq(a_port * C + a_color),
+            busy.eq(((nonempty & routed) | sent_any).bit_select(sel, 1)),
+        ]
+        with m.If(bus.we & is_route & ~busy & (bus.wdata[5:] == 0)):
+            for o in ports:
+                m.d.sync += route_v[o].bit_select(sel, 1).eq(bus.wdata[o])
+        err_events.append((bus.we & is_route & busy, ErrorCode.BUSY_REWRITE, a_color, a_port))
+        err_events.append((bus.we & is_route & ~busy & (bus.wdata[5:] != 0),
+                           ErrorCode.BAD_ROUTE, a_color, a_port))
+        err_events.append((bus.we & ~is_route & ~is_error, ErrorCode.BAD_ADDR, 0, 0))
+
+        err_flag = Signal()
+        err_code = Signal(3)
+        err_color = Signal(COLOR_BITS)
+        err_port = Signal(3)
+        m.d.comb += self.error.eq(err_flag)
+        with m.If(bus.we & is_error):
+            m.d.sync += err_flag.eq(0)
+        with m.If(~err_flag):
+            first = True
+            for cond, code, color, port in err_events:
+                ctx = m.If(cond) if first else m.Elif(cond)
+                first = False
+                with ctx:
+                    m.d.sync += [err_flag.eq(1), err_code.eq(code), err_color.eq(color),
+                                 err_port.eq(port)]
+
+        with m.If(is_route):
+            m.d.sync += bus.rdata.eq(Cat(route_v[o].bit_select(sel, 1) for o in ports))
+        with m.Elif(is_error):
+            m.d.sync += bus.rdata.eq(Cat(err_flag, err_code, err_port, Const(0, 1), err_color))
+        with m.Elif(bus.addr == ADDR_PARAMS):
+            m.d.sync += bus.rdata.eq(C | (D << 8))
+        with m.Else():
+            m.d.sync += bus.rdata.eq(0)
+            for p in ports:
+                with m.If(bus.addr == ADDR_VC_BUSY + p):
+                    m.d.sync += bus.rdata.eq(nonempty[p * C:(p + 1) * C])
+                with m.If(bus.addr == ADDR_OUT_BLOCKED + p):
+                    m.d.sync += bus.rdata.eq(~elig[p])
+        return m
+
+
+DATA_CTRL = 33
+
+
+def _or_all(values):
+    values = list(values)
+    acc = values[0]
+    for v in values[1:]:
+        acc = acc | v
+    return acc

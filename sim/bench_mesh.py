@@ -1,0 +1,441 @@
+"""Plain-Verilog traffic harness for the router and mesh tops (run with ``sim.runner.run_vvp``),
+and the checks that compare its log with the golden model (models/fabric.py).
+
+Python is off the per-cycle path: it writes the stimulus as hex files (per-input wavelet lists
+tagged with a phase, per-cycle driver gaps and output ``ready`` bitmaps, per-output accept masks,
+a program of configuration operations), the harness replays them cycle by cycle and logs every
+transfer; Python then checks the log against the model (cycle-exact) and against an independent
+scoreboard built by walking the route tables (nothing lost, nothing duplicated, order per
+(source, color), every multicast copy delivered).
+
+Program operations (one per line, ``{op[3:0], addr[15:0], data[31:0]}`` in hex):
+``1`` write ``data`` to ``addr`` (one cycle); ``2`` read ``addr`` (logs ``R addr data``);
+``3`` traffic phase ``addr`` until ``data`` output transfers happened, then ``TAIL`` quiet cycles;
+``0`` end. A phase in which no transfer (input or output) happens for ``WATCHDOG`` cycles before
+its count is reached is a deadlock: the harness reads every router's status registers through
+the configuration bus, logs them (``D ...``) and stops.
+
+Log lines: ``I phase cycle input``, ``O phase cycle output payload``, ``R addr data``,
+``P phase cycles`` (end of a phase), ``D ...`` (deadlock dump), ``E`` (end). Cycles count from 0
+at the start of each phase.
+"""
+
+import random
+from collections import defaultdict
+from pathlib import Path
+
+from hdl.router import (ADDR_ERROR, ADDR_OUT_BLOCKED, ADDR_VC_BUSY, PORT_NAMES, route_addr)
+from hdl.wavelet import Port
+from models.fabric import boundary_ports, walk
+
+__all__ = ["FabricPorts", "Program", "harness_text", "run_harness", "parse_log", "Traffic",
+           "scoreboard", "pack", "unpack", "random_flows", "random_traffic", "random_timing"]
+
+WATCHDOG = 2000
+TAIL = 16
+
+
+def pack(data, color, ctrl):
+    return (ctrl << 37) | (color << 32) | data
+
+
+def unpack(word):
+    return word & 0xFFFFFFFF, (word >> 32) & 0x1F, (word >> 37) & 1
+
+
+class FabricPorts:
+    """Boundary ports of a top and their Verilog names.
+
+    ``mesh=True``: a :class:`~hdl.mesh.Mesh` (arrays ``n_in__<q>``, ``ramp_in__<r>__<q>``);
+    otherwise a standalone :class:`~hdl.router.Router` (``n_in``, ``ramp_in``).
+    """
+
+    def __init__(self, rows, cols, colors, *, mesh=True, tile_addr_bits=10):
+        self.rows, self.cols, self.colors = rows, cols, colors
+        self.mesh = mesh
+        self.tile_addr_bits = tile_addr_bits
+        self.ports = boundary_ports(rows, cols)
+        self.index = {p: i for i, p in enumerate(self.ports)}
+
+    def name(self, port, direction):
+        r, q, p = port
+        base = PORT_NAMES[p]
+        if not self.mesh:
+            return f"{base}_{direction}"
+        if p == Port.RAMP:
+            return f"{base}_{direction}__{r}__{q}"
+        return f"{base}_{direction}__{q if p in (Port.N, Port.S) else r}"
+
+    def accept_name(self, port):
+        return self.name(port, "accept")
+
+    def addr(self, r, q, local):
+        if not self.mesh:
+            return local
+        return ((r * self.cols + q) << self.tile_addr_bits) | local
+
+
+class Program:
+    """Configuration operations and traffic phases for one harness run."""
+
+    def __init__(self, ports):
+        self.ports = ports
+        self.ops = []
+        self.phases = 0
+
+    def write(self, addr, data):
+        self.ops.append((1, addr, data))
+
+    def read(self, addr):
+        self.ops.append((2, addr, 0))
+
+    def write_routes(self, routes):
+        """Write every non-zero entry of ``routes[(r, q)][color][port]``."""
+        for (r, q), table in sorted(routes.items()):
+            for c, masks in enumerate(table):
+                for p, mask in enumerate(masks):
+                    if mask:
+                        self.write(self.ports.addr(r, q, route_addr(c, p)), mask)
+
+    def phase(self, expected_outputs):
+        self.ops.append((3, self.phases, expected_outputs))
+        self.phases += 1
+        return self.phases - 1
+
+
+class Traffic:
+    """Stimulus of all phases: wavelets per input per phase, gap/ready bitmaps, accept masks."""
+
+    def __init__(self, ports, cycles):
+        self.ports = ports
+        self.cycles = cycles
+        self.inputs = defaultdict(list)          # port -> [(phase, (data, color, ctrl))]
+        self.gap = {}                            # port -> list of bool per cycle
+        self.stall = {}                          # port -> list of bool per cycle (ready low)
+        self.accept = {}                         # port -> mask
+
+    def add(self, phase, port, words):
+        self.inputs[port].extend((phase, w) for w in words)
+
+    def phase_inputs(self, phase):
+        out = {}
+        for port, items in self.inputs.items():
+            ws = [w for ph, w in items if ph == phase]
+            if ws:
+                out[port] = ws
+        return out
+
+    def gaps_fn(self):
+        return {p: (lambda t, g=g: g[t] if t < len(g) else False) for p, g in self.gap.items()}
+
+    def ready_fn(self):
+        return {p: (lambda t, s=s: not s[t] if t < len(s) else True) for p, s in self.stall.items()}
+
+
+def fabric_verilog(name, cfg):
+    """Path of the Verilog of fabric top ``name`` (``router``, ``mesh4x4`` from the registry, or
+    ``mesh``: ``Mesh(cfg)`` at ``cfg``'s size), generated once per (sources, config): Amaranth
+    takes seconds per router, and every bench of a session shares the result."""
+    import hashlib
+    import amaranth
+    from hdl.mesh import Mesh
+    from hdl.tops import build_top
+    from sim.runner import BUILD, _locked, write_verilog
+    hdl_dir = Path(__file__).resolve().parents[1] / "hdl"
+    key = hashlib.sha1("\n".join(
+        [name, repr(cfg), amaranth.__version__] +
+        [(hdl_dir / f).read_text() for f in ("router.py", "mesh.py", "wavelet.py", "config_bus.py")]
+    ).encode()).hexdigest()[:12]
+    out = BUILD / f"fabric-{name}-{key}"
+    path = out / f"{name}.v"
+    with _locked(out):
+        if not path.exists():
+            component = Mesh(cfg) if name == "mesh" else build_top(name, cfg)
+            write_verilog(component, name, out)
+    return path
+
+
+WORDS_MAX = 1 << 18
+CYCLES_MAX = 1 << 16
+PROG_MAX = 1 << 14
+
+
+def harness_text(top, ports):
+    """Verilog of the harness module ``fabric_tb`` driving module ``top`` with ``ports``.
+
+    Data files are read from the folder given with ``+data=<dir>``."""
+    P = ports.ports
+    n = len(P)
+    C = ports.colors
+    L = [
+        "`timescale 1ns/1ps",
+        "module fabric_tb;",
+        "  reg clk = 0; reg rst = 1;",
+        "  reg [15:0] cfg_addr = 0; reg [31:0] cfg_wdata = 0; reg cfg_we = 0;",
+        "  wire [31:0] cfg_rdata; wire error;",
+        f"  reg [{n - 1}:0] in_valid = 0; wire [{n - 1}:0] in_ready; reg [{n - 1}:0] took;",
+        f"  reg [37:0] in_payload [0:{n - 1}];",
+        f"  wire [{n - 1}:0] out_valid; reg [{n - 1}:0] out_ready = 0;",
+        f"  wire [37:0] out_payload [0:{n - 1}];",
+        f"  reg [{C - 1}:0] accept [0:{n - 1}];",
+        f"  reg [45:0] words [0:{WORDS_MAX - 1}];   // {{phase[7:0], wavelet[37:0]}}",
+        f"  reg [31:0] first [0:{n - 1}]; reg [31:0] count [0:{n - 1}]; reg [31:0] ptr [0:{n - 1}];",
+        f"  reg [{n - 1}:0] gaps [0:{CYCLES_MAX - 1}]; reg [{n - 1}:0] stalls [0:{CYCLES_MAX - 1}];",
+        f"  reg [51:0] prog [0:{PROG_MAX - 1}];",
+        "  reg [8*512-1:0] dir, fname;",
+        "  integer i, pc, phase, cyc, got, quiet, f, ok, want; reg [51:0] op;",
+        "  always #5 clk = ~clk;",
+        f"  {top} dut (.clk(clk), .rst(rst), .cfg__addr(cfg_addr), .cfg__wdata(cfg_wdata),",
+        "    .cfg__we(cfg_we), .cfg__rdata(cfg_rdata), .error(error)",
+    ]
+    for i, p in enumerate(P):
+        a, b = ports.name(p, "in"), ports.name(p, "out")
+        L.append(f"    , .{a}__valid(in_valid[{i}]), .{a}__ready(in_ready[{i}]), "
+                 f".{a}__payload(in_payload[{i}])")
+        L.append(f"    , .{b}__valid(out_valid[{i}]), .{b}__ready(out_ready[{i}]), "
+                 f".{b}__payload(out_payload[{i}]), .{ports.accept_name(p)}(accept[{i}])")
+    L.append("  );")
+    L += [
+        "  task tick; begin @(posedge clk); #1; end endtask",
+        "  task dump; begin",
+        "    $fwrite(f, \"D deadlock phase %0d cycle %0d delivered %0d of %0d\\n\", phase, cyc, got, want);",
+    ]
+    for i, p in enumerate(P):
+        L.append(f"    if (ptr[{i}] < first[{i}] + count[{i}]) $fwrite(f, "
+                 f"\"D input {ports.name(p, 'in')} sent %0d of %0d\\n\", ptr[{i}] - first[{i}], "
+                 f"count[{i}]);")
+        L.append(f"    if (out_valid[{i}]) $fwrite(f, \"D output {ports.name(p, 'out')} "
+                 f"holds %h\\n\", out_payload[{i}]);")
+    L.append("    in_valid = 0; out_ready = 0;")
+    for r in range(ports.rows):
+        for q in range(ports.cols):
+            for p in range(5):
+                for base, label in ((ADDR_VC_BUSY, "vc_busy"), (ADDR_OUT_BLOCKED, "out_blocked")):
+                    a = ports.addr(r, q, base + p)
+                    L.append(f"    cfg_addr = {a}; tick; if (cfg_rdata != 0) $fwrite(f, "
+                             f"\"D router {r} {q} {label} port {PORT_NAMES[p]} colors %b\\n\", "
+                             f"cfg_rdata[{C - 1}:0]);")
+            a = ports.addr(r, q, ADDR_ERROR)
+            L.append(f"    cfg_addr = {a}; tick; if (cfg_rdata != 0) $fwrite(f, "
+                     f"\"D router {r} {q} error_status %h\\n\", cfg_rdata);")
+    L += [
+        "  end endtask",
+        "  initial begin",
+        "    if (!$value$plusargs(\"data=%s\", dir)) dir = \".\";",
+        "    $sformat(fname, \"%0s/fabric.log\", dir); f = $fopen(fname, \"w\");",
+    ]
+    for arr, fn in (("words", "words"), ("prog", "prog"), ("gaps", "gaps"), ("stalls", "stalls"),
+                    ("first", "first"), ("count", "count"), ("accept", "accept")):
+        L.append(f"    $sformat(fname, \"%0s/{fn}.hex\", dir); $readmemh(fname, {arr});")
+    L += [
+        f"    for (i = 0; i < {n}; i = i + 1) begin ptr[i] = first[i]; in_payload[i] = 0; end",
+        "    tick; tick; rst = 0;",
+        "    pc = 0; op = prog[0];",
+        "    while (op[51:48] != 0) begin",
+        "      if (op[51:48] == 1) begin",
+        "        cfg_addr = op[47:32]; cfg_wdata = op[31:0]; cfg_we = 1; tick; cfg_we = 0; end",
+        "      else if (op[51:48] == 2) begin",
+        "        cfg_addr = op[47:32]; cfg_we = 0; tick;",
+        "        $fwrite(f, \"R %0d %0d %0d\\n\", op[47:32], cfg_rdata, error); end",
+        "      else if (op[51:48] == 3) begin",
+        "        phase = op[47:32]; want = op[31:0]; got = 0; quiet = 0; cyc = 0;",
+        f"        while ((got < want || quiet < {TAIL}) && quiet < {WATCHDOG}) begin",
+        f"          for (i = 0; i < {n}; i = i + 1) begin",
+        "            if (!in_valid[i] && ptr[i] < first[i] + count[i] && words[ptr[i]][45:38] == phase",
+        f"                && !(cyc < {CYCLES_MAX} && gaps[cyc][i])) begin",
+        "              in_valid[i] = 1; in_payload[i] = words[ptr[i]][37:0]; end",
+        f"            out_ready[i] = !(cyc < {CYCLES_MAX} && stalls[cyc][i]);",
+        "          end",
+        "          #3; ok = 0;",
+        f"          for (i = 0; i < {n}; i = i + 1) begin",
+        "            took[i] = in_valid[i] && in_ready[i];",
+        "            if (took[i]) begin",
+        "              $fwrite(f, \"I %0d %0d %0d\\n\", phase, cyc, i); ptr[i] = ptr[i] + 1; ok = 1; end",
+        "            if (out_valid[i] && out_ready[i]) begin",
+        "              $fwrite(f, \"O %0d %0d %0d %h\\n\", phase, cyc, i, out_payload[i]);",
+        "              got = got + 1; ok = 1; end",
+        "          end",
+        "          tick;",
+        f"          for (i = 0; i < {n}; i = i + 1) if (took[i]) in_valid[i] = 0;",
+        "          if (ok) quiet = 0; else quiet = quiet + 1;",
+        "          cyc = cyc + 1;",
+        "        end",
+        "        $fwrite(f, \"P %0d %0d\\n\", phase, cyc);",
+        "        if (got < want) begin dump; $fwrite(f, \"E\\n\"); $fclose(f); $finish; end",
+        "        out_ready = 0;",
+        "      end",
+        "      pc = pc + 1; op = prog[pc];",
+        "    end",
+        "    $fwrite(f, \"E\\n\"); $fclose(f); $finish;",
+        "  end",
+        "endmodule",
+    ]
+    return "\n".join(L) + "\n"
+
+
+def _write_hex(path, values, width):
+    digits = (width + 3) // 4
+    Path(path).write_text("".join(f"{v:0{digits}x}\n" for v in values))
+
+
+def run_harness(top_verilog, top, ports, program, traffic, data_dir, *, timeout=600):
+    """Write the stimulus into ``data_dir``, run the harness on ``top_verilog`` (module ``top``)
+    and return the parsed log (:func:`parse_log`)."""
+    from sim.runner import run_vvp
+    data_dir = Path(data_dir)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    P = ports.ports
+    n = len(P)
+    words, first, count = [], [], []
+    for p in P:
+        items = traffic.inputs.get(p, [])
+        first.append(len(words))
+        count.append(len(items))
+        words += [(ph << 38) | pack(*w) for ph, w in items]
+    if len(words) > WORDS_MAX or traffic.cycles > CYCLES_MAX or len(program.ops) >= PROG_MAX:
+        raise ValueError("stimulus larger than the harness memories")
+    _write_hex(data_dir / "words.hex", words or [0], 46)
+    _write_hex(data_dir / "first.hex", first, 32)
+    _write_hex(data_dir / "count.hex", count, 32)
+    gaps, stalls = [], []
+    for t in range(traffic.cycles):
+        g = s = 0
+        for i, p in enumerate(P):
+            if p in traffic.gap and traffic.gap[p][t]:
+                g |= 1 << i
+            if p in traffic.stall and traffic.stall[p][t]:
+                s |= 1 << i
+        gaps.append(g)
+        stalls.append(s)
+    _write_hex(data_dir / "gaps.hex", gaps or [0], n)
+    _write_hex(data_dir / "stalls.hex", stalls or [0], n)
+    full = (1 << ports.colors) - 1
+    _write_hex(data_dir / "accept.hex", [traffic.accept.get(p, full) for p in P], ports.colors)
+    _write_hex(data_dir / "prog.hex", [(op << 48) | (a << 32) | d for op, a, d in program.ops] + [0], 52)
+    top_verilog = Path(top_verilog)
+    harness = top_verilog.parent / f"fabric_tb_{top}.v"
+    text = harness_text(top, ports)
+    if not harness.exists() or harness.read_text() != text:
+        harness.write_text(text)
+    run_vvp([top_verilog, harness], "fabric_tb", top_verilog.parent,
+            plusargs=[f"+data={data_dir}"], timeout=timeout)
+    return parse_log(data_dir / "fabric.log", ports)
+
+
+class Log:
+    """Parsed harness log."""
+
+    def __init__(self):
+        self.accepted = defaultdict(lambda: defaultdict(list))   # phase -> port -> [cycle]
+        self.delivered = defaultdict(list)    # phase -> [(cycle, port, (data, color, ctrl))]
+        self.reads = []                       # [(addr, data, error pin)]
+        self.phase_cycles = {}
+        self.dump = []
+        self.ended = False
+
+    @property
+    def deadlocked(self):
+        return bool(self.dump)
+
+
+def parse_log(path, ports):
+    log = Log()
+    P = ports.ports
+    for line in Path(path).read_text().splitlines():
+        f = line.split()
+        if not f:
+            continue
+        if f[0] == "I":
+            log.accepted[int(f[1])][P[int(f[3])]].append(int(f[2]))
+        elif f[0] == "O":
+            log.delivered[int(f[1])].append((int(f[2]), P[int(f[3])], unpack(int(f[4], 16))))
+        elif f[0] == "R":
+            log.reads.append((int(f[1]), int(f[2]), int(f[3])))
+        elif f[0] == "P":
+            log.phase_cycles[int(f[1])] = int(f[2])
+        elif f[0] == "D":
+            log.dump.append(line[2:])
+        elif f[0] == "E":
+            log.ended = True
+    if not log.ended:
+        raise AssertionError(f"harness log {path} is truncated (simulator crashed?)")
+    return log
+
+
+def scoreboard(routes, rows, cols, inputs, delivered):
+    """Independent check of one phase (no timing): every wavelet of ``inputs`` (``{port:
+    [(data, color, ctrl)]}``) reaches exactly the boundary outputs the route tables lead to, once
+    each, in order per (source, color) at every output, and nothing else arrives. Returns the
+    number of copies checked; raises ``AssertionError`` with the first problem."""
+    expected = defaultdict(list)   # (out port, src, color) -> [word]
+    for src, words in inputs.items():
+        for w in words:
+            for dst in walk(routes, rows, cols, *src, w[1]):
+                expected[(dst, src, w[1])].append(w)
+    # Sources are identified by the data field (the benches put a source id in the top bits).
+    got = defaultdict(list)
+    for _, port, w in delivered:
+        got[(port, w[0] >> 24, w[1])].append(w)
+    exp_by_id = {}
+    for (dst, src, color), ws in expected.items():
+        sid = ws[0][0] >> 24
+        exp_by_id[(dst, sid, color)] = ws
+    for key, ws in exp_by_id.items():
+        have = got.get(key, [])
+        if have != ws:
+            lost = [w for w in ws if w not in have]
+            extra = [w for w in have if w not in ws]
+            raise AssertionError(
+                f"output {key[0]} source id {key[1]} color {key[2]}: expected {len(ws)} "
+                f"wavelets, got {len(have)}; lost {lost[:3]}, unexpected {extra[:3]}"
+                + ("; order differs" if not lost and not extra else ""))
+    unexpected = set(got) - set(exp_by_id)
+    if unexpected:
+        key = sorted(unexpected)[0]
+        raise AssertionError(f"wavelets arrived where no route leads: {key}: {got[key][:3]}")
+    return sum(len(ws) for ws in exp_by_id.values())
+
+
+def random_flows(rng, rows, cols, colors, *, max_sources=3, max_dests=4):
+    """Random flows ``[(color, src, [dsts])]`` (every color used; unicast and multicast), routed
+    X then Y; returns ``(flows, routes)``. Sources and destinations are boundary ports."""
+    from models.fabric import xy_routes
+    ports = boundary_ports(rows, cols)
+    while True:
+        flows = []
+        for c in range(colors):
+            for src in rng.sample(ports, rng.randint(1, min(max_sources, len(ports)))):
+                ndst = 1 if rng.random() < 0.5 else rng.randint(2, min(max_dests, len(ports)))
+                flows.append((c, src, rng.sample(ports, ndst)))
+        routes = xy_routes(rows, cols, colors, flows)
+        try:
+            for c, src, _ in flows:
+                walk(routes, rows, cols, *src, c)
+        except ValueError:
+            continue
+        return flows, routes
+
+
+def random_traffic(rng, ports, flows, phase, words_per_source, traffic, *, sid_base=0):
+    """Add random wavelets of ``flows`` to ``traffic`` for ``phase``: each source sends
+    ``words_per_source`` wavelets on a random mix of its colors; data = ``sid << 24 | seq``.
+    Returns ``{src: [wavelets]}``."""
+    colors_of = defaultdict(set)
+    for c, src, _ in flows:
+        colors_of[src].add(c)
+    sent = {}
+    for k, src in enumerate(sorted(colors_of)):
+        sid = sid_base + k
+        cs = sorted(colors_of[src])
+        ws = [((sid << 24) | i, rng.choice(cs), rng.getrandbits(1)) for i in range(words_per_source)]
+        traffic.add(phase, src, ws)
+        sent[src] = ws
+    return sent
+
+
+def random_timing(rng, ports, traffic, *, max_gap=0.7, max_stall=0.5):
+    """Random per-port injection rates and per-output back-pressure, on every boundary port."""
+    for p in ports.ports:
+        g, s = rng.uniform(0, max_gap), rng.uniform(0, max_stall)
+        traffic.gap[p] = [rng.random() < g for _ in range(traffic.cycles)]
+        traffic.stall[p] = [rng.random() < s for _ in range(traffic.cycles)]
