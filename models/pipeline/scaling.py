@@ -6,6 +6,7 @@ Reads a TOML configuration (example and reference: ``bench/configs/scaling.toml`
 * the per-layer phases of each network (row bound, cycles, utilization),
 * step time and scaling efficiency for N = 1..192 systems, weak (fixed batch per system) and
   strong (fixed global batch),
+* the utilization of each network under named parameter variants (design alternatives),
 
 prints the tables, and writes ``pipeline.json`` and PNG plots (matplotlib) into ``--out``.
 """
@@ -22,7 +23,7 @@ __all__ = ["load_config", "analyse", "write_plots", "main", "DEFAULT_CONFIG"]
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CONFIG = ROOT / "bench" / "configs" / "scaling.toml"
-_SECTIONS = {"params", "utilization", "scaling"}
+_SECTIONS = {"params", "utilization", "scaling", "variants"}
 
 
 class ConfigFileError(ValueError):
@@ -78,6 +79,16 @@ def load_config(path):
         _get(net, "batch", "int", where)
         if "global_batch" in net:
             _get(net, "global_batch", "int", where)
+    variants = cfg.get("variants", [])
+    if not isinstance(variants, list):
+        raise ConfigFileError("variants must be an array of tables ([[variants]])")
+    for i, v in enumerate(variants):
+        where = f"[[variants]] #{i}"
+        _get(v, "name", "str", where)
+        try:
+            params.replace(**v.get("params", {}))
+        except (TimingError, TypeError) as e:
+            raise ConfigFileError(f"{where} ({v['name']}): {e}") from None
     return params, cfg
 
 
@@ -141,7 +152,18 @@ def analyse(params, cfg):
                      "step_cycles": st.cycles, "utilization": st.utilization,
                      "exposed_weight_load": st.exposed_weight_load_cycles,
                      "memoryx_exposed": st.memoryx_exposed_cycles, "weak": weak, "strong": strong})
-    return {"params": params.as_dict(), "tables": tables,
+    variant_rows = []
+    for v in cfg.get("variants", []):
+        vp = params.replace(**v.get("params", {}))
+        row = [v["name"]]
+        for net in cfg["scaling"]["network"]:
+            row.append(round(step_timing(net["dims"], net["batch"], 1, vp).utilization, 4))
+        variant_rows.append(row)
+    if variant_rows:
+        tables.append({"title": "Step utilization of each network (one system) under parameter variants",
+                       "columns": ["variant"] + [n["name"] for n in cfg["scaling"]["network"]],
+                       "rows": variant_rows})
+    return {"params": params.as_dict(), "tables": tables, "variants": variant_rows,
             "utilization": {"meshes": meshes, "layer_sizes": sizes, "grid": grid, "batch": batch_rows},
             "scaling": nets}
 

@@ -14,20 +14,31 @@ Weight stream-in (every pass)
     layer reaches the south PE of its column ``fill = memoryx_stream_latency + link_latency +
     depth * swarmx_bcast_latency + router_io_latency + (P - 1) * hop_latency`` cycles after the
     request: the *weight-load latency*.
+PE engines (``hdl/pe_core.py``)
+    The *wavelet engine* takes one wavelet per cycle: a weight wavelet is one FMAC broadcast over
+    the PE's Bp activations (``ceil(Bp / L)`` cycles on L lanes), any other arriving wavelet
+    (a partial sum, a result, a dZ) one cycle to store or drop. The *vector unit* runs in
+    parallel and costs ``V = L + vector_overhead_cycles`` cycles per vector of L words (chain
+    add-and-forward, ReLU/round/send, mask), and ``V`` per word of a dot product.
 Forward, per row (the row pipeline runs at the slowest of)
-    compute ``Kq * ceil(Bp / L)`` (each weight word is one FMAC broadcast over the PE's Bp
-    activations), reduction chain ``Bp / e`` (each PE forwards Bp fp32 partial sums east), result
-    broadcast ``ceil(Bp / pk) / e`` (bf16 results west), weights ``t_w``.
+    wavelet engine ``Kq * ceil(Bp / L)`` FMAC + ``Bp`` incoming partials (Q > 1) +
+    ``ceil(Bp / pk)`` incoming results (hidden layers); vector unit ``ceil(Bp / L) * V`` (the
+    chain add, fused with ReLU/round/send at the east PE); reduction chain link ``Bp / e``; result
+    broadcast link ``ceil(Bp / pk) / e``; weights ``t_w``.
     Drain after the last row: chain ``(Q - 1) * (hop_latency + chain_add_latency) + Bp / e``, then
     the result broadcast ``router_io_latency + (Q - 1) * hop_latency + ceil(Bp / pk) / e`` (hidden
     layers) or one hop to the host at the east edge (last layer).
 Host
     ``host_loss_cycles``: softmax cross-entropy and dZ back in at the east edge (Python host).
 Backward, per row
-    compute ``Kq * ceil(Bp / L)`` for dX (not for the first layer) plus ``Bp * ceil(Kq / L)`` for the
-    dW partials (an FMAC broadcast of each dZ[m, b] over the PE's Kq inputs), dZ multicast along
-    the row ``ceil(Bp / pk) / e``, dW column chain ``Kq / e``, gradient stream-out
-    ``K / grad_words_per_cycle``, weights ``t_w``. The gradient of a row reaches MemoryX
+    wavelet engine ``Kq * ceil(Bp / L)`` FMAC for dX (not for the first layer) + ``ceil(Bp / pk)``
+    dZ wavelets + ``Kq`` incoming column partials (P > 1); the dW partials either as dot products
+    on the vector unit (``dw_dot_product``, the PE RTL's DOT: ``Kq * ceil(Bp / L) * V``) or as FMAC
+    broadcasts of each dZ[m, b] over the PE's Kq inputs on the lanes (``Bp * ceil(Kq / L)`` more
+    wavelet-engine cycles); vector unit also ``ceil(Kq / L) * V`` for the column add-and-forward;
+    links: dZ multicast ``ceil(Bp / pk) / e``, dW column chain ``Kq / e``, gradient stream-out
+    ``K / grad_words_per_cycle``; weights ``t_w``. Drain of a layer with dX: the mask and bf16
+    rounding of the PE's dX tile, ``Kq * ceil(Bp / L) * V``. The gradient of a row reaches MemoryX
     ``grad_path = (P - 1) * (hop_latency + chain_add_latency) + router_io_latency +
     depth * swarmx_reduce_latency + link_latency`` cycles after its row finishes on the wafer.
 Exposed weight-load latency
@@ -71,12 +82,13 @@ class TimingError(ValueError):
 
 
 _INTS_GE1 = ("mesh_rows", "mesh_cols", "lanes", "bf16_per_wavelet", "fp_add_latency")
-_INTS_GE0 = ("hop_latency", "router_io_latency", "chain_add_latency", "swarmx_bcast_latency",
+_INTS_GE0 = ("hop_latency", "router_io_latency", "chain_add_latency", "vector_overhead_cycles",
+             "swarmx_bcast_latency",
              "swarmx_reduce_latency", "link_latency", "memoryx_stream_latency", "memoryx_update_latency",
              "host_loss_cycles")
 _RATES = ("weight_words_per_cycle", "grad_words_per_cycle", "link_words_per_cycle",
           "memoryx_update_bytes_per_cycle")
-_BOOLS = ("prefetch_weights", "memoryx_update_overlap", "input_double_buffered")
+_BOOLS = ("dw_dot_product", "prefetch_weights", "memoryx_update_overlap", "input_double_buffered")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -105,8 +117,15 @@ class TimingParams:
     router_io_latency : int
         Extra cycles to enter and leave the fabric at boundary ports (``hdl/router.py``: a word in
         at ``t`` through ``h`` links is offered at ``t + h + 2``: 2).
+    vector_overhead_cycles : int
+        The PE vector unit costs ``lanes + vector_overhead_cycles`` cycles per vector (and per
+        dot-product word): ``hdl/pe_core.py``: ``L + 2``.
     chain_add_latency : int
-        Cycles a PE adds to an add-and-forward chain hop (its own Fp32AddCore + register: 1).
+        Cycles a PE adds to an add-and-forward chain hop (one vector-unit ADD; ``None`` derives
+        ``lanes + vector_overhead_cycles``).
+    dw_dot_product : bool
+        Weight-gradient partials as dot products on the vector unit (the PE RTL's DOT, True) or as
+        FMAC broadcasts on the lanes (False).
     fp_add_latency : int
         ``Fp32Add.LATENCY`` (``hdl/fp32_add.py``: 2), the SwarmX adders.
     swarmx_bcast_latency, swarmx_reduce_latency : int
@@ -142,7 +161,9 @@ class TimingParams:
     bf16_per_wavelet: int = 1
     hop_latency: int = 1
     router_io_latency: int = 2
-    chain_add_latency: int = 1
+    vector_overhead_cycles: int = 2
+    chain_add_latency: int = None
+    dw_dot_product: bool = True
     fp_add_latency: int = 2
     swarmx_bcast_latency: int = 1
     swarmx_reduce_latency: int = None
@@ -160,6 +181,9 @@ class TimingParams:
         if self.swarmx_reduce_latency is None:
             if isinstance(self.fp_add_latency, int) and self.fp_add_latency >= 1:
                 object.__setattr__(self, "swarmx_reduce_latency", node_reduce_latency(self.fp_add_latency))
+        if self.chain_add_latency is None:
+            if all(isinstance(getattr(self, n), int) for n in ("lanes", "vector_overhead_cycles")):
+                object.__setattr__(self, "chain_add_latency", self.lanes + self.vector_overhead_cycles)
         for name in _INTS_GE1 + _INTS_GE0:
             v = getattr(self, name)
             low = 1 if name in _INTS_GE1 else 0
@@ -197,6 +221,8 @@ class TimingParams:
             raise TimingError(f"unknown timing parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(names))}")
         if "fp_add_latency" in changes and "swarmx_reduce_latency" not in changes:
             changes["swarmx_reduce_latency"] = None
+        if ({"lanes", "vector_overhead_cycles"} & set(changes)) and "chain_add_latency" not in changes:
+            changes["chain_add_latency"] = None
         return dataclasses.replace(self, **changes)
 
     @classmethod
@@ -224,7 +250,8 @@ class PhaseTiming:
     m: int
     k: int
     row_cycles: float        # steady-state cycles per streamed row of W
-    bound: str               # what sets row_cycles: weights, compute, chain, broadcast, dz, column, gradient
+    bound: str               # what sets row_cycles: weights, fmac (wavelet engine), vector (unit),
+    #                          chain, broadcast, dz, column, gradient
     fill_cycles: int         # weight-load latency of this layer
     exposed_fill_cycles: int  # the part of it the wafer waits for
     stream_cycles: int       # M * row_cycles
@@ -259,7 +286,7 @@ class StepTiming:
         return self.systems * self.batch / self.cycles
 
     @property
-    def compute_cycles(self):
+    def wafer_cycles(self):
         return sum(p.cycles for p in self.forward + self.backward)
 
 
@@ -288,6 +315,8 @@ def step_timing(dims, batch, systems=1, params=None):
     P, Q, L, e, pk = tp.mesh_rows, tp.mesh_cols, tp.lanes, tp.link_words_per_cycle, tp.bf16_per_wavelet
     bp = -(-batch // P)
     bf16_words = math.ceil(bp / pk)
+    vec = L + tp.vector_overhead_cycles                                  # one vector-unit vector
+    bvec = math.ceil(bp / L)                                             # vectors per batch slice
     pes = P * Q * L
     fill = (tp.memoryx_stream_latency + tp.link_latency + depth * tp.swarmx_bcast_latency
             + tp.router_io_latency + (P - 1) * tp.hop_latency)
@@ -309,8 +338,9 @@ def step_timing(dims, batch, systems=1, params=None):
     for i, (m, k) in enumerate(layers):
         kq = -(-k // Q)
         t_w = max(k / tp.weight_words_per_cycle, kq / e)
-        parts = {"weights": t_w, "compute": kq * math.ceil(bp / L), "chain": bp / e}
         last = i == n_layers - 1
+        rx = kq * bvec + (bp if Q > 1 else 0) + (0 if last else bf16_words)
+        parts = {"weights": t_w, "fmac": rx, "vector": bvec * vec, "chain": bp / e}
         chain = (Q - 1) * (tp.hop_latency + tp.chain_add_latency) + math.ceil(bp / e)
         if last:
             drain = chain + tp.hop_latency + tp.router_io_latency
@@ -327,8 +357,13 @@ def step_timing(dims, batch, systems=1, params=None):
         m, k = layers[i]
         kq = -(-k // Q)
         t_w = max(k / tp.weight_words_per_cycle, kq / e)
-        compute = bp * math.ceil(kq / L) + (kq * math.ceil(bp / L) if i > 0 else 0)
-        parts = {"weights": t_w, "compute": compute, "dz": bf16_words / e, "column": kq / e,
+        rx = (kq * bvec if i > 0 else 0) + bf16_words + (kq if P > 1 else 0)
+        vector = math.ceil(kq / L) * vec
+        if tp.dw_dot_product:
+            vector += kq * bvec * vec
+        else:
+            rx += bp * math.ceil(kq / L)
+        parts = {"weights": t_w, "fmac": rx, "vector": vector, "dz": bf16_words / e, "column": kq / e,
                  "gradient": k / tp.grad_words_per_cycle}
         if not tp.prefetch_weights:
             exposed = max(fill, row_cross)
@@ -337,7 +372,7 @@ def step_timing(dims, batch, systems=1, params=None):
         else:
             exposed = row_cross
         useful = m * k * batch * (2 if i > 0 else 1)
-        backward.append(phase(i, "backward", parts, exposed, 1 if i > 0 else 0, useful))
+        backward.append(phase(i, "backward", parts, exposed, kq * bvec * vec if i > 0 else 0, useful))
 
     t_fwd = sum(p.cycles for p in forward)
     t = t_fwd + host

@@ -26,6 +26,9 @@ name = "toy"
 dims = [32, 64, 10]
 batch = 8
 global_batch = 192
+[[variants]]
+name = "fmac dW"
+params = { dw_dot_product = false }
 """
 
 
@@ -46,6 +49,8 @@ def test_command_writes_tables_json_and_plots(tmp_path, capsys):
     assert result["utilization"]["grid"][1][0] == step_timing(
         (64, 64, 64), 8, 1, tp.replace(mesh_rows=2, mesh_cols=2)).utilization
     assert "toy [32, 64, 10]: scaling over N systems" in capsys.readouterr().out
+    assert result["variants"] == [["fmac dW", round(step_timing((32, 64, 10), 8, 1, tp.replace(
+        dw_dot_product=False)).utilization, 4)]]
 
 
 def test_reference_configuration_loads():
@@ -64,6 +69,7 @@ def test_reference_configuration_loads():
     (lambda s: s.replace("meshes = [2, 4]", "meshes = []"), "meshes"),
     (lambda s: s.replace("[[scaling.network]]", "[[scaling.nets]]"), "network"),
     (lambda s: s.replace("[params]", "[params"), "c.toml"),
+    (lambda s: s.replace("dw_dot_product = false", "dw_dot_product = 0"), "fmac dW"),
 ])
 def test_bad_configuration_is_named(tmp_path, edit, match, capsys):
     cfg = tmp_path / "c.toml"

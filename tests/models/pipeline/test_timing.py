@@ -46,7 +46,9 @@ def test_monotone_in_resources_and_load():
         assert step_timing(dims, batch + 64, n, tp).cycles >= t
         assert step_timing(dims, batch, n, tp.replace(weight_words_per_cycle=tp.weight_words_per_cycle * 2)).cycles <= t
         assert step_timing(dims, batch, n, tp.replace(grad_words_per_cycle=tp.grad_words_per_cycle * 2)).cycles <= t
-        assert step_timing(dims, batch, n, tp.replace(lanes=min(16, tp.lanes * 2))).cycles <= t
+        assert step_timing(dims, batch, n, tp.replace(vector_overhead_cycles=tp.vector_overhead_cycles + 3)).cycles >= t
+        assert step_timing(dims, batch, n, tp.replace(dw_dot_product=True)).cycles >= \
+            step_timing(dims, batch, n, tp.replace(dw_dot_product=False)).cycles
         for name in ("hop_latency", "link_latency", "memoryx_stream_latency", "host_loss_cycles",
                      "swarmx_reduce_latency", "memoryx_update_latency"):
             assert step_timing(dims, batch, n, tp.replace(**{name: getattr(tp, name) + 50})).cycles >= t
@@ -111,37 +113,45 @@ def test_memoryx_overlap_hides_all_updates_but_the_first_layers():
 
 
 def test_worked_example_by_hand():
-    """2 x 2 mesh, 1 lane, layer 4 -> 4 -> 2, batch 4, one system, all latencies from the docs."""
+    """2 x 2 mesh, 1 lane, layers 4 -> 4 -> 2, batch 4, one system, every number from the docs."""
     tp = TimingParams(mesh_rows=2, mesh_cols=2, lanes=1, weight_words_per_cycle=64, grad_words_per_cycle=32,
-                      hop_latency=1, router_io_latency=2, chain_add_latency=1, swarmx_bcast_latency=1,
+                      hop_latency=1, router_io_latency=2, vector_overhead_cycles=2, swarmx_bcast_latency=1,
                       swarmx_reduce_latency=7, link_latency=10, memoryx_stream_latency=20,
                       memoryx_update_bytes_per_cycle=30, memoryx_update_latency=5, host_loss_cycles=100)
+    assert tp.chain_add_latency == 3                          # one vector-unit ADD: L + 2
     st = step_timing((4, 4, 2), 4, 1, tp)
-    # Kq = 2, Bp = 2: compute 2 * 2 = 4 cycles per row, weights max(4/64, 2) = 2, chain 2, bcast 2
+    # Kq = 2, Bp = 2, V = 3. Weights max(4/64, 2) = 2 per row, links 2 per row.
     fill = 20 + 10 + 1 + 2 + 1                                 # = 34
     f0, f1 = st.forward
-    assert (f0.row_cycles, f0.bound, f0.stream_cycles) == (4, "compute", 16)
-    assert f0.drain_cycles == (1 * 2 + 2) + (2 + 1 + 2)        # chain, then broadcast west: 9
-    assert f0.cycles == fill + 16 + 9
-    assert (f1.stream_cycles, f1.exposed_fill_cycles, f1.drain_cycles) == (8, 0, 4 + 1 + 2)
+    # layer 0: wavelet engine 2 FMAC x 2 vectors + 2 partials in + 2 results in = 8; vector unit 2 x 3
+    assert (f0.row_cycles, f0.bound, f0.stream_cycles, f0.exposed_fill_cycles) == (8, "fmac", 32, fill)
+    assert f0.drain_cycles == (1 * (1 + 3) + 2) + (2 + 1 + 2)  # chain, then results west: 11
+    assert f0.cycles == 34 + 32 + 11
+    # layer 1 (last): wavelet engine 4 + 2 = 6, vector 6; drain chain 6 + one hop to the host 3
+    assert (f1.row_cycles, f1.stream_cycles, f1.exposed_fill_cycles, f1.drain_cycles) == (6, 12, 0, 9)
     b1, b0 = st.backward
-    # layer 1 backward: dX 2*2 + dW 2*2 = 8 per row, 2 rows; fill 34 - (7 + 100) < row crossing 3
-    assert (b1.row_cycles, b1.stream_cycles, b1.exposed_fill_cycles, b1.drain_cycles) == (8, 16, 3, 1)
-    # layer 0 backward: dW only, 4 per row, 4 rows
-    assert (b0.row_cycles, b0.stream_cycles, b0.exposed_fill_cycles, b0.drain_cycles) == (4, 16, 3, 0)
+    # layer 1: vector unit: column ADD 2 x 3 + DOT 2 words x 2 vectors x 3 = 18 per row, 2 rows;
+    # its fill 34 is hidden behind the forward drain 9 + host 100: only the row crossing 3 is left;
+    # drain: mask + round of the 2 x 2 dX tile, 4 vectors x 3
+    assert (b1.row_cycles, b1.bound, b1.stream_cycles, b1.exposed_fill_cycles, b1.drain_cycles) == \
+        (18, "vector", 36, 3, 12)
+    # layer 0: no dX; vector unit 18 per row, 4 rows
+    assert (b0.row_cycles, b0.stream_cycles, b0.exposed_fill_cycles, b0.drain_cycles) == (18, 72, 3, 0)
     assert b0.useful_fmacs == 4 * 4 * 4 and b1.useful_fmacs == 2 * 2 * 4 * 4
-    t_fwd = (34 + 16 + 9) + (8 + 7)
-    t_bwd = (3 + 16 + 1) + (3 + 16)
-    grad_path = 1 * 2 + 2 + 7 + 10                             # = 21
-    # updates: layer 1 (8 params, 8 cycles) when its gradient is in, then layer 0 (16 params)
-    end1 = t_fwd + 100 + 20 + grad_path
-    end0 = t_fwd + 100 + t_bwd + grad_path
-    ready = max(end0, end1 + 8) + 16 + 5
-    assert st.memoryx_exposed_cycles == ready - (t_fwd + 100 + t_bwd)
+    t_fwd, t_bwd = 77 + 21, 51 + 75
+    grad_path = 1 * (1 + 3) + 2 + 7 + 10                       # = 23
+    # updates: layer 1 (8 params x 30 bytes at 30 bytes/cycle = 8 cycles) when its gradient is in,
+    # then layer 0 (16 cycles) once its gradient is in, + 5 cycles latency
+    assert st.memoryx_exposed_cycles == 23 + 16 + 5
+    assert st.memoryx_update_cycles == 24
     assert st.input_load_cycles == 3 + 4 * 2 and st.input_exposed_cycles == 0
-    assert st.cycles == t_fwd + 100 + t_bwd + st.memoryx_exposed_cycles
+    assert st.cycles == t_fwd + 100 + t_bwd + 44 == 368
     assert st.useful_fmacs == (16 + 8) * 4 + (8 * 2 + 16) * 4
-    assert st.utilization == st.useful_fmacs / (4 * st.cycles)
+    assert st.utilization == st.useful_fmacs / (4 * 368)
+    # the same with dW as FMAC broadcasts: layer 1 wavelet engine 4 + 2 + 2 + 2 x 2 = 12 per row,
+    # layer 0: 2 + 2 + 4 = 8 (vector unit 6)
+    alt = step_timing((4, 4, 2), 4, 1, tp.replace(dw_dot_product=False))
+    assert [(p.row_cycles, p.bound) for p in alt.backward] == [(12, "fmac"), (8, "fmac")]
 
 
 def test_defaults_follow_the_rtl_documentation():
