@@ -47,7 +47,7 @@ def run():
                          "bc w/c", "red w/c"],
              "rows": rtl},
             {"title": "SwarmX model: latency and rate against N",
-             "columns": ["N", "depth", "bcast lat", "reduce lat", "words/cycle",
+             "columns": ["N", "depth", "bcast lat", "reduce lat", "w/cycle",
                          "cycles S=4K", "cycles S=1M"],
              "rows": model},
             {"title": "cycles to reduce S words: tree (to MemoryX) vs ring all-reduce "
