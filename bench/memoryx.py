@@ -196,7 +196,7 @@ def timing_table(update_params_per_s, stream_bytes_per_s, samples=2048, wafer_fl
     upd = update_bytes_per_parameter(AdamW())["total"]
     layers = [4096 * 4096] * 24
     plan = plan_bandwidth(sum(layers), AdamW(), samples, wafer_flops)
-    configs = [("this machine (measured)", MemoryXRates(stream_bytes_per_s, stream_bytes_per_s,
+    configs = [("measured", MemoryXRates(stream_bytes_per_s, stream_bytes_per_s,
                                                         update_params_per_s * upd, wafer_flops)),
                ("planner-sized", MemoryXRates(plan.stream_out_bw, plan.gradient_in_bw, plan.update_bw,
                                               wafer_flops))]

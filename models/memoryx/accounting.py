@@ -137,7 +137,8 @@ def plan_bandwidth(parameters, optimizer, samples_per_wafer, wafer_flops, n_wafe
     """
     if parameters <= 0 or samples_per_wafer <= 0 or wafer_flops <= 0 or not 0 < utilization <= 1 \
             or n_wafers < 1:
-        raise ValueError("parameters, samples_per_wafer, wafer_flops > 0, n_wafers >= 1, 0 < utilization <= 1")
+        raise ValueError("need parameters, samples_per_wafer, wafer_flops > 0, n_wafers >= 1 and "
+                         "0 < utilization <= 1")
     rate = wafer_flops * utilization
     fwd = 2.0 * parameters * samples_per_wafer / rate
     bwd = 4.0 * parameters * samples_per_wafer / rate

@@ -104,11 +104,13 @@ def import_safetensors(mx, path, strict=True, create_missing=False):
     converted = {}
     for key, arr in [*weights.items(), *state_updates.items(), *new_layers.items()]:
         label = key if isinstance(key, str) else f"{key[0]}.{key[1]}"
-        shape = mx._layers[key if isinstance(key, str) else key[0]].shape if key not in new_layers else arr.shape
+        owner = key if isinstance(key, str) else key[0]
+        shape = arr.shape if key in new_layers else mx._layers[owner].shape
         if arr.shape != shape:
             raise MemoryXError(f"{path}: tensor {label!r} has shape {arr.shape}, expected {shape}")
         if len(shape) not in (1, 2) or 0 in shape:
-            raise MemoryXError(f"{path}: tensor {label!r} has shape {shape}; layers are 1-D or 2-D, non-empty")
+            raise MemoryXError(f"{path}: tensor {label!r} has shape {shape}; "
+                               "layers are 1-D or 2-D, non-empty")
         with np.errstate(over="ignore"):
             a32 = arr.astype(np.float32)
         if not np.isfinite(a32).all():

@@ -9,7 +9,8 @@ __all__ = ["constant", "linear_warmup_cosine", "step_decay"]
 
 
 def _check(name, value, low=0.0):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < low:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or value < low:
         raise ValueError(f"schedule parameter {name} must be a finite number >= {low}, got {value!r}")
 
 
@@ -24,7 +25,8 @@ def linear_warmup_cosine(base_lr, warmup_steps, total_steps, min_lr=0.0):
     from ``base_lr`` to ``min_lr`` at ``t = total_steps`` (and ``min_lr`` after)."""
     _check("base_lr", base_lr)
     _check("min_lr", min_lr)
-    if not (isinstance(warmup_steps, int) and isinstance(total_steps, int) and 0 <= warmup_steps < total_steps):
+    if not (isinstance(warmup_steps, int) and isinstance(total_steps, int)
+            and 0 <= warmup_steps < total_steps):
         raise ValueError(f"need ints 0 <= warmup_steps < total_steps, got {warmup_steps!r}, {total_steps!r}")
 
     def lr(t):

@@ -79,7 +79,8 @@ class MemoryX:
     def __init__(self, optimizer, dram_budget_bytes=None, flash_dir=None, accumulation_steps=1,
                  lr_schedule=None, chunk_elems=DEFAULT_CHUNK_ELEMS):
         if not isinstance(optimizer, Optimizer):
-            raise MemoryXError(f"optimizer must be an SGD, Momentum, Adam or AdamW instance, got {optimizer!r}")
+            raise MemoryXError(f"optimizer must be an SGD, Momentum, Adam or AdamW instance, "
+                               f"got {optimizer!r}")
         if isinstance(accumulation_steps, bool) or not isinstance(accumulation_steps, (int, np.integer)) \
                 or accumulation_steps < 1:
             raise MemoryXError(f"accumulation_steps must be an int >= 1, got {accumulation_steps!r}")
@@ -206,7 +207,8 @@ class MemoryX:
     def _check_gradient(self, name, grad):
         layer = self._layer(name)
         if not isinstance(grad, np.ndarray):
-            raise GradientError(f"gradient for layer {name!r} must be a numpy ndarray, got {type(grad).__name__}")
+            raise GradientError(f"gradient for layer {name!r} must be a numpy ndarray, "
+                                f"got {type(grad).__name__}")
         if grad.dtype != F32:
             raise GradientError(f"gradient for layer {name!r} has dtype {grad.dtype}, expected float32")
         if grad.shape != layer.shape:
@@ -221,7 +223,8 @@ class MemoryX:
             if not np.isfinite(flat[s:s + c]).all():
                 finite = np.isfinite(grad)
                 bad = np.argwhere(~finite)
-                raise GradientError(f"gradient for layer {name!r} has {len(bad)} NaN/Inf element(s), first at "
+                raise GradientError(f"gradient for layer {name!r} has {len(bad)} NaN/Inf element(s), "
+                                    f"first at "
                                     f"index {tuple(int(i) for i in bad[0])}")
         return layer
 
@@ -229,7 +232,8 @@ class MemoryX:
         if self.lr_schedule is None:
             return float(self.optimizer.lr)
         lr = self.lr_schedule(t)
-        if isinstance(lr, bool) or not isinstance(lr, (int, float, np.floating)) or not math.isfinite(lr) or lr < 0:
+        if isinstance(lr, bool) or not isinstance(lr, (int, float, np.floating)) or not math.isfinite(lr) \
+                or lr < 0:
             raise MemoryXError(f"lr_schedule({t}) returned {lr!r}; expected a finite float >= 0")
         return float(lr)
 

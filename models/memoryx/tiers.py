@@ -46,7 +46,8 @@ class TieredStore:
         if dram_budget_bytes is not None:
             if isinstance(dram_budget_bytes, bool) or not isinstance(dram_budget_bytes, (int, np.integer)) \
                     or dram_budget_bytes < 0:
-                raise ValueError(f"dram_budget_bytes must be a non-negative int or None, got {dram_budget_bytes!r}")
+                raise ValueError(f"dram_budget_bytes must be a non-negative int or None, "
+                                 f"got {dram_budget_bytes!r}")
             dram_budget_bytes = int(dram_budget_bytes)
         self.budget = dram_budget_bytes
         self._own_dir = False

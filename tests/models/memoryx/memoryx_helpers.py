@@ -16,6 +16,7 @@ def assert_same_state(a, b):
         for k in la:
             if isinstance(la[k], np.ndarray):
                 assert la[k].dtype == lb[k].dtype
-                np.testing.assert_array_equal(la[k].view(np.uint8), lb[k].view(np.uint8), err_msg=f"{name}.{k}")
+                np.testing.assert_array_equal(la[k].view(np.uint8), lb[k].view(np.uint8),
+                                              err_msg=f"{name}.{k}")
             else:
                 assert la[k] == lb[k], f"{name}.{k}"

@@ -110,7 +110,8 @@ def test_adam_adamw_hand_derived_first_step():
                          (AdamW(lr=0.25, betas=(0.5, 0.75), eps=eps, weight_decay=0.0), 0.75),
                          # decoupled: p = (1 - 0.25 * 0.5) * 1 = 0.875, then - 0.25
                          (AdamW(lr=0.25, betas=(0.5, 0.75), eps=eps, weight_decay=0.5), 0.625),
-                         # L2: g = 2 + 0.5 = 2.5, m = 1.25, v = 1.5625, d = 1.25 / 0.5 = 2.5, p = 1 - 0.5 * 0.5
+                         # L2: g = 2 + 0.5 = 2.5, m = 1.25, v = 1.5625, d = 1.25 / 0.5 = 2.5,
+                         # p = 1 - 0.5 * 0.5
                          (Adam(lr=0.25, betas=(0.5, 0.75), eps=eps, weight_decay=0.5), 0.75)]:
         p, st = np.array([1.0], F), opt.init_state((1,))
         opt.step(p, np.array([2.0], F), st, 1, 0.25)
@@ -197,7 +198,8 @@ def test_matches_torch_optim(opt):
                                nesterov=opt.nesterov, weight_decay=opt.weight_decay)
     else:
         cls = torch.optim.AdamW if isinstance(opt, AdamW) else torch.optim.Adam
-        topt = cls([tp], lr=opt.lr, betas=opt.betas, eps=opt.eps, weight_decay=opt.weight_decay, foreach=False)
+        topt = cls([tp], lr=opt.lr, betas=opt.betas, eps=opt.eps, weight_decay=opt.weight_decay,
+                   foreach=False)
     st = opt.init_state(p.shape)
     for t in range(1, 6):
         g = rng.standard_normal(4096).astype(F)

@@ -77,7 +77,8 @@ def test_import_from_other_tools_with_conversion_and_new_layers(tmp_path):
 @pytest.mark.parametrize("tensors, kw, match", [
     ({"enc.weight": np.ones((6, 8), F), "enc.bias": np.ones(8, F)}, {}, r"shape \(6, 8\), expected \(8, 6\)"),
     ({"enc.weight": np.ones((8, 6), F)}, {}, r"no tensor for layer\(s\) \['enc.bias'\]"),
-    ({"enc.weight": np.ones((8, 6), F), "enc.bias": np.ones(8, F), "dec": np.ones(2, F)}, {}, "'dec' matches no layer"),
+    ({"enc.weight": np.ones((8, 6), F), "enc.bias": np.ones(8, F), "dec": np.ones(2, F)}, {},
+     "'dec' matches no layer"),
     ({"enc.weight": np.full((8, 6), np.nan, F), "enc.bias": np.ones(8, F)}, {}, "NaN or Inf"),
     ({"enc.weight": np.ones((8, 6), F), "enc.bias": np.ones(8, np.int32)}, {}, "dtype I32"),
     ({"enc.weight": np.ones((8, 6), F), "enc.bias": np.ones(8, F), "x": np.ones((2, 2, 2), F)},
