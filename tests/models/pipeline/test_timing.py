@@ -185,12 +185,19 @@ def test_bad_scenarios_are_named():
 
 
 def test_defaults_match_the_rtl_latencies():
-    """The RTL's own constants: the fp32 adder and the SwarmX tree (hdl/swarmx.py, models/swarmx.py)."""
+    """The RTL's own constants: the fp32 adder, the SwarmX tree (hdl/swarmx.py, models/swarmx.py),
+    the router's zero-load latency (models/fabric.py) and the PE vector unit (models/pe.py)."""
     from hdl.fp32_add import Fp32Add
+    from models.fabric import zero_load_latency
+    from models.pe import unit_cycles
     from models.swarmx import SwarmxTiming
 
     tp = TimingParams()
     assert tp.fp_add_latency == Fp32Add.LATENCY
+    for hops in (0, 1, 5, 63):
+        assert tp.router_io_latency + hops * tp.hop_latency == zero_load_latency(hops)
+    for lanes in (1, 2, 4, 16):
+        assert lanes + tp.vector_overhead_cycles == unit_cycles(lanes) == tp.replace(lanes=lanes).chain_add_latency
     for n in (1, 4, 5, 16, 17, 192):
         sx = SwarmxTiming(n, Fp32Add.LATENCY)
         assert swarmx_depth(n) * tp.swarmx_reduce_latency == sx.reduce_latency
