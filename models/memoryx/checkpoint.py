@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from models.numerics import bf16_bits
+
 from .errors import CheckpointError
 
 __all__ = ["atomic_write", "save_checkpoint", "read_checkpoint", "load_checkpoint", "MAGIC", "VERSION"]
@@ -161,9 +163,13 @@ def load_checkpoint(path, **memoryx_kwargs):
         missing = [k for k in kinds if (name, k) not in tensors]
         if missing:
             raise CheckpointError(f"checkpoint {path}: layer {name!r} lacks tensors {missing}")
-        mx.add_layer(name, tuple(layer["shape"]), init=tensors[(name, "master")])
-        for kind in kinds[1:]:
+        if tuple(tensors[(name, "master")].shape) != tuple(layer["shape"]):
+            raise CheckpointError(f"checkpoint {path}: layer {name!r} tensors do not match its shape")
+        # restored as saved, even non-finite weights (a diverged run must still be inspectable)
+        mx.add_layer(name, tuple(layer["shape"]), init="zeros")
+        for kind in kinds:
             mx.tiers.write((name, kind), tensors[(name, kind)])
+        mx.tiers.write((name, "bf16"), bf16_bits(tensors[(name, "master")]))
         rec = mx._layers[name]
         rec.t, rec.micro, rec.version = layer["t"], layer["micro"], layer["version"]
     mx.micro_steps = header["micro_steps"]

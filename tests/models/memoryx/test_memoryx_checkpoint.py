@@ -59,6 +59,17 @@ def test_checkpoint_of_a_tiered_store_holds_the_dirty_cached_values(tmp_path):
     assert_same_state(mx.snapshot(), back.snapshot())
 
 
+def test_a_diverged_run_is_checkpointed_and_restored_as_it_is(tmp_path):
+    mx = MemoryX(Momentum(lr=1e30))
+    mx.add_layer("w", (3,), np.array([1.0, 2.0, 3.0]))
+    mx.apply_gradient("w", np.full(3, 1e30, F))           # the weights overflow to -inf
+    mx.apply_gradient("w", np.full(3, 1e30, F))           # and stay non-finite
+    back = MemoryX.load_checkpoint(mx.save_checkpoint(tmp_path / "c"))
+    np.testing.assert_array_equal(back.master("w").view(np.uint32), mx.master("w").view(np.uint32))
+    assert not np.isfinite(back.master("w")).any()
+    np.testing.assert_array_equal(back.bf16("w"), mx.bf16("w"))
+
+
 def test_corruption_and_truncation_are_detected(tmp_path):
     mx = make()
     feed(mx, 1, seed=0)
