@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from models.memoryx import AdamW, MemoryX
-from models.numerics import bf16_to_fp32, tree_sum
+from models.numerics import tree_sum
 
 from . import kernels
 
@@ -194,7 +194,3 @@ class Float32Trainer:
     def predict(self, x):
         return np.argmax(self._forward(x)[2][-1], axis=0)
 
-
-def bf16_weights_as_fp32(mx, names):
-    """The bf16 copies of ``names`` as fp32 values (for inspection)."""
-    return [bf16_to_fp32(mx.bf16(n)) for n in names]
