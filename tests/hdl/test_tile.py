@@ -1,0 +1,65 @@
+"""PE tiles on the fabric: the forward micro-kernel of DESIGN.md 6 (weights multicast, partial
+sums chained west to east, ReLU + bf16 at the east PE, results filtered back to their owners) on
+one tile, a 1 x Q row and a P x 1 column, with random edge gaps and back-pressure, bit-exact
+against models.pipeline.kernels. Bench: sim/bench_tile.py."""
+
+import json
+
+import pytest
+
+from hdl.config import ConfigError, preset
+from hdl.mesh import Mesh
+from hdl.pe_core import PeCore
+from hdl.tile import Tile
+from sim.bench_tile import forward_kernel_setup
+from sim.runner import run_bench
+
+
+def check(result, params, expect):
+    for name, words in expect["outputs"].items():
+        got = result["outputs"][name]
+        assert len(got) == len(words), f"{name}: {len(got)} words out, expected {len(words)}"
+        bad = [i for i in range(len(words)) if got[i] != words[i]]
+        assert not bad, (f"{name}: {len(bad)} words differ, first at {bad[0]}: "
+                         f"RTL {got[bad[0]]:#012x}, kernels {words[bad[0]]:#012x}")
+    got, want = result["reads"], expect["read_values"]
+    bad = [i for i in range(len(want)) if got[i] != want[i]]
+    assert not bad, (f"{len(bad)} read-backs differ, first at {params['reads'][bad[0]]:#06x}: "
+                     f"RTL {got[bad[0]]:#x}, expected {want[bad[0]]:#x}")
+
+
+def run_mesh(rows, cols, m, k, seed, gap, stall):
+    cfg = preset("tiny", mesh_rows=rows, mesh_cols=cols)
+    params, expect = forward_kernel_setup(cfg, rows=rows, cols=cols, m=m, k=k, seed=seed)
+    params.update(gap_prob=gap, stall_prob=stall)
+    top = Mesh(cfg, core=lambda r, q: PeCore(cfg))
+    test_dir = run_bench(top, f"pe_mesh_{rows}x{cols}", "sim.bench_tile", params=params)
+    result = json.loads((test_dir / "result.json").read_text())
+    check(result, params, expect)
+    return result, expect
+
+
+def test_tile_alone():
+    """One tile: weights in at N, FMAC, ReLU + bf16, results kept in SRAM and sent out at E."""
+    cfg = preset("tiny")
+    params, expect = forward_kernel_setup(cfg, rows=1, cols=1, m=9, k=7, seed=1, mesh=False)
+    params.update(gap_prob=0.3, stall_prob=0.4)
+    test_dir = run_bench(Tile(cfg), "tile", "sim.bench_tile", params=params)
+    check(json.loads((test_dir / "result.json").read_text()), params, expect)
+
+
+@pytest.mark.parametrize("gap,stall", [(0.0, 0.0), (0.3, 0.5)])
+def test_row_of_tiles(gap, stall):
+    """1 x 4 row: each column gets its own K slice; the psum chain runs west to east; results
+    come back west and each PE keeps the outputs it owns in the next layer."""
+    run_mesh(1, 4, 8, 13, seed=2 + int(gap * 10), gap=gap, stall=stall)
+
+
+def test_column_of_tiles():
+    """3 x 1 column: weights multicast down the column, one batch slice per PE."""
+    run_mesh(3, 1, 8, 9, seed=3, gap=0.3, stall=0.4)
+
+
+def test_tile_address_map_must_fit():
+    with pytest.raises(ConfigError, match="tile address map"):
+        Tile(preset("tiny", sram_words=1 << 16, sram_banks=2))
