@@ -8,9 +8,11 @@ the same.
 from .bf16_mul import Bf16Mul
 from .fp32_add import Fp32Add
 from .mesh import Mesh
+from .pe_core import PeCore
 from .router import Router
 from .skid_buffer import SkidBuffer
 from .swarmx import SwarmxTree
+from .tile import Tile
 from .wavelet import Wavelet
 
 __all__ = ["TOPS", "build_top"]
@@ -29,6 +31,10 @@ TOPS = {
     "fp32_add": lambda cfg: Fp32Add(),
     # bf16 x bf16 -> binary32 multiplier, stream {a: 16, b: 16} -> 32 (DESIGN.md 4, 8).
     "bf16_mul": lambda cfg: Bf16Mul(),
+    # PE core: descriptors, banked SRAM, cfg.lanes FMAC lanes, vector unit (DESIGN.md 5.3; README "PE tile").
+    "pe_core": lambda cfg: PeCore(cfg),
+    # PE tile: router + core on its RAMP port, one config bus (DESIGN.md 5.3; README "PE tile").
+    "tile": lambda cfg: Tile(cfg),
 }
 
 
