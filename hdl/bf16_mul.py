@@ -33,13 +33,14 @@ class Bf16MulCore(wiring.Component):
         a, b = self.a, self.b
         sa, ea, fa = a[15], a[7:15], a[:7]
         sb, eb, fb = b[15], b[7:15], b[:7]
-        nan_a = (ea == 0xFF) & (fa != 0)
-        nan_b = (eb == 0xFF) & (fb != 0)
-        inf_a = (ea == 0xFF) & (fa == 0)
-        inf_b = (eb == 0xFF) & (fb == 0)
-        zero_a = a[:15] == 0
-        zero_b = b[:15] == 0
-        sign = sa ^ sb
+        nan_a, nan_b, inf_a, inf_b = Signal(), Signal(), Signal(), Signal()
+        zero_a, zero_b, sign = Signal(), Signal(), Signal()
+        m.d.comb += [
+            nan_a.eq((ea == 0xFF) & (fa != 0)), inf_a.eq((ea == 0xFF) & (fa == 0)),
+            nan_b.eq((eb == 0xFF) & (fb != 0)), inf_b.eq((eb == 0xFF) & (fb == 0)),
+            zero_a.eq(a[:15] == 0), zero_b.eq(b[:15] == 0),
+            sign.eq(sa ^ sb),
+        ]
 
         product = Signal(16)        # exact significand product
         m.d.comb += product.eq(Cat(fa, ea != 0) * Cat(fb, eb != 0))
@@ -51,12 +52,9 @@ class Bf16MulCore(wiring.Component):
         m.d.comb += exp.eq(exp_sum - 126)
         rounded = fp32_round_pack(m, Cat(C(0, 10), product), exp, sign)
 
-        with m.If(nan_a | nan_b | (inf_a & zero_b) | (zero_a & inf_b)):
-            m.d.comb += self.y.eq(CANONICAL_NAN)
-        with m.Elif(inf_a | inf_b):
-            m.d.comb += self.y.eq(Cat(C(0x7F800000, 31), sign))
-        with m.Else():
-            m.d.comb += self.y.eq(rounded)
+        nan = nan_a | nan_b | (inf_a & zero_b) | (zero_a & inf_b)
+        inf = Cat(C(0x7F800000, 31), sign)
+        m.d.comb += self.y.eq(Mux(nan, CANONICAL_NAN, Mux(inf_a | inf_b, inf, rounded)))
         return m
 
 

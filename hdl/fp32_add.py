@@ -19,12 +19,53 @@ _INF = 0x7F800000
 def _leading_zeros(m, value, name):
     """Count of leading zeros of ``value`` (``len(value)`` when it is zero)."""
     width = len(value)
+    levels = (width - 1).bit_length()
+    padded = 1 << levels
+    # Logarithmic search: at each level, if the top `step` bits are all zero, shift them out.
+    v = Cat(C(0, padded - width), value)
+    zeros = []
+    for k in reversed(range(levels)):
+        step = 1 << k
+        top_zero = Signal(name=f"{name}_z{step}")
+        shifted = Signal(padded, name=f"{name}_v{step}")
+        m.d.comb += [
+            top_zero.eq(v[padded - step:] == 0),
+            shifted.eq(Mux(top_zero, v << step, v)),
+        ]
+        zeros.append(top_zero)
+        v = shifted
     lz = Signal(range(width + 1), name=name)
-    m.d.comb += lz.eq(width)
-    for i in range(width):          # the highest set bit is assigned last and wins
-        with m.If(value[i]):
-            m.d.comb += lz.eq(width - 1 - i)
+    # all-zero value: the search stops at padded - 1; report ``width`` as documented
+    m.d.comb += lz.eq(Mux(value == 0, width, Cat(*reversed(zeros))))
     return lz
+
+
+def shift_left(m, value, amount, name):
+    """``(value << amount)`` truncated to ``len(value)`` bits, as a logarithmic shifter (one
+    constant-shift multiplexer per bit of ``amount``)."""
+    width = len(value)
+    for k in range(len(amount)):
+        step = Signal(width, name=f"{name}_{k}")
+        m.d.comb += step.eq(Mux(amount[k], (value << (1 << k))[:width], value))
+        value = step
+    return value
+
+
+def shift_right_sticky(m, value, amount, name):
+    """``(value >> amount, sticky)``: a logarithmic right shifter that also returns the OR of
+    every bit shifted out."""
+    width = len(value)
+    sticky = C(0, 1)
+    for k in range(len(amount)):
+        dist = 1 << k
+        step = Signal(width, name=f"{name}_{k}")
+        lost = Signal(name=f"{name}_lost_{k}")
+        m.d.comb += [
+            step.eq(Mux(amount[k], value >> dist, value)),
+            lost.eq(sticky | (amount[k] & value[:min(dist, width)].any())),
+        ]
+        value, sticky = step, lost
+    return value, sticky
 
 
 def fp32_round_pack(m, sig, exp, sign, *, underflow_shift=True, prefix="rnd"):
@@ -42,35 +83,33 @@ def fp32_round_pack(m, sig, exp, sign, *, underflow_shift=True, prefix="rnd"):
     if width < 26:
         raise ValueError(f"fp32_round_pack needs a significand of at least 26 bits, got {width}")
     lz = _leading_zeros(m, sig, f"{prefix}_lz")
+    sign_in = sign
+    sign = Signal(name=f"{prefix}_sign")
+    m.d.comb += sign.eq(sign_in)
     exp_in = exp
     exp = Signal(signed(12), name=f"{prefix}_exp")
     m.d.comb += exp.eq(exp_in)
 
     e_norm = Signal(signed(12), name=f"{prefix}_e_norm")   # exponent once the MSB is at the top
     normal = Signal(name=f"{prefix}_normal")               # e_norm fits the normal range (>= 1)
-    shifted = Signal(width, name=f"{prefix}_shifted")      # sig aligned: mantissa in the top 24 bits
-    sticky_out = Signal(name=f"{prefix}_sticky_out")       # bits lost by a right shift
     m.d.comb += [
         e_norm.eq(exp - lz),
         normal.eq(e_norm >= 1),
     ]
     # Normal: shift the leading one to the top. Subnormal: shift so that the exponent is 1.
     left = Signal(range(width), name=f"{prefix}_left")
-    with m.If(normal):
-        m.d.comb += left.eq(lz)
-    with m.Elif(exp >= 1):
-        m.d.comb += left.eq(exp - 1)
-    m.d.comb += shifted.eq((sig << left)[:width])
+    m.d.comb += left.eq(Mux(normal, lz, Mux(exp >= 1, exp - 1, 0)))
+    shifted = shift_left(m, sig, left, f"{prefix}_left")
+    sticky_out = C(0, 1)
     if underflow_shift:
-        # exp < 1: the value lies below 2**-126 * 2**-(W - 1 - ...): shift right by 1 - exp,
-        # clamped at W (everything below the guard bit is sticky from there on).
+        # exp < 1: the value lies below the subnormal grid of this significand: shift right by
+        # 1 - exp, clamped at W (from there on everything is below the guard bit, i.e. sticky).
         right = Signal(range(width + 1), name=f"{prefix}_right")
-        with m.If(exp < 1):
-            m.d.comb += right.eq(Mux(1 - exp >= width, width, 1 - exp))
-            m.d.comb += [
-                shifted.eq(sig >> right),
-                sticky_out.eq(((sig >> right) << right)[:width] != sig),
-            ]
+        m.d.comb += right.eq(Mux(exp >= 1, 0, Mux(1 - exp >= width, width, 1 - exp)))
+        down, sticky_out = shift_right_sticky(m, sig, right, f"{prefix}_right")
+        merged = Signal(width, name=f"{prefix}_shifted")
+        m.d.comb += merged.eq(Mux(exp < 1, down, shifted))
+        shifted = merged
 
     mant = shifted[width - 24:]                 # 24 bits including the hidden bit
     guard = shifted[width - 25]
@@ -84,12 +123,7 @@ def fp32_round_pack(m, sig, exp, sign, *, underflow_shift=True, prefix="rnd"):
     m.d.comb += packed.eq(((exp_field - 1) << 23) + mant + round_up)
 
     result = Signal(32, name=f"{prefix}_result")
-    with m.If(sig == 0):
-        m.d.comb += result.eq(Cat(C(0, 31), sign))
-    with m.Elif(normal & (e_norm >= 255)):
-        m.d.comb += result.eq(Cat(C(_INF, 31), sign))
-    with m.Else():
-        m.d.comb += result.eq(Cat(packed, sign))
+    m.d.comb += result.eq(Cat(Mux(sig == 0, 0, Mux(normal & (e_norm >= 255), _INF, packed)), sign))
     return result
 
 
@@ -112,10 +146,11 @@ class Fp32AddCore(wiring.Component):
         a, b = self.a, self.b
         sa, ea, fa = a[31], a[23:31], a[:23]
         sb, eb, fb = b[31], b[23:31], b[:23]
-        nan_a = (ea == 0xFF) & (fa != 0)
-        nan_b = (eb == 0xFF) & (fb != 0)
-        inf_a = (ea == 0xFF) & (fa == 0)
-        inf_b = (eb == 0xFF) & (fb == 0)
+        nan_a, nan_b, inf_a, inf_b = Signal(), Signal(), Signal(), Signal()
+        m.d.comb += [
+            nan_a.eq((ea == 0xFF) & (fa != 0)), inf_a.eq((ea == 0xFF) & (fa == 0)),
+            nan_b.eq((eb == 0xFF) & (fb != 0)), inf_b.eq((eb == 0xFF) & (fb == 0)),
+        ]
 
         # Order by magnitude (the 31 low bits compare like magnitudes): |big| >= |small|.
         swap = Signal()
@@ -129,33 +164,32 @@ class Fp32AddCore(wiring.Component):
             f_big.eq(Mux(swap, fb, fa)), f_small.eq(Mux(swap, fa, fb)),
         ]
         # Subnormals: exponent field 0 means exponent 1 without the hidden bit.
-        x_big = Mux(e_big == 0, 1, e_big)
-        x_small = Mux(e_small == 0, 1, e_small)
-        sig_big = Cat(C(0, 3), f_big, e_big != 0)        # 27 bits: significand, guard, round, sticky
-        sig_small = Cat(C(0, 3), f_small, e_small != 0)
+        x_big, x_small = Signal(8), Signal(8)
+        sig_big, sig_small = Signal(27), Signal(27)      # significand, guard, round, sticky
+        m.d.comb += [
+            x_big.eq(Mux(e_big == 0, 1, e_big)),
+            x_small.eq(Mux(e_small == 0, 1, e_small)),
+            sig_big.eq(Cat(C(0, 3), f_big, e_big != 0)),
+            sig_small.eq(Cat(C(0, 3), f_small, e_small != 0)),
+        ]
 
         diff = Signal(8)
         m.d.comb += diff.eq(x_big - x_small)
         dist = Signal(range(28))
         m.d.comb += dist.eq(Mux(diff > 27, 27, diff))
-        aligned = Signal(27)
-        m.d.comb += aligned.eq((sig_small >> dist) | (((sig_small >> dist) << dist)[:27] != sig_small))
+        shifted, lost = shift_right_sticky(m, sig_small, dist, "align")
+        aligned = Signal(27)    # the sticky bit collects everything shifted out
+        m.d.comb += aligned.eq(shifted | lost)
 
         total = Signal(28)      # MSB weight 2**(x_big + 1 - 127)
-        with m.If(sa ^ sb):
-            m.d.comb += total.eq(sig_big - aligned)
-        with m.Else():
-            m.d.comb += total.eq(sig_big + aligned)
+        m.d.comb += total.eq(Mux(sa ^ sb, sig_big - aligned, sig_big + aligned))
         # A zero sum is +0 except -0 + -0 (RNE): exact cancellation always has opposite signs.
         sign = Mux(total == 0, sa & sb, s_big)
         rounded = fp32_round_pack(m, total, x_big + 1, sign, underflow_shift=False)
 
-        with m.If(nan_a | nan_b | (inf_a & inf_b & (sa != sb))):
-            m.d.comb += self.y.eq(CANONICAL_NAN)
-        with m.Elif(inf_a | inf_b):
-            m.d.comb += self.y.eq(Cat(C(_INF, 31), Mux(inf_a, sa, sb)))
-        with m.Else():
-            m.d.comb += self.y.eq(rounded)
+        nan = nan_a | nan_b | (inf_a & inf_b & (sa != sb))
+        inf = Cat(C(_INF, 31), Mux(inf_a, sa, sb))
+        m.d.comb += self.y.eq(Mux(nan, CANONICAL_NAN, Mux(inf_a | inf_b, inf, rounded)))
         return m
 
 

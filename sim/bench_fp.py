@@ -17,6 +17,7 @@ for the adder / result exponents at the subnormal and overflow boundaries for th
 """
 
 import json
+import os
 import random
 import re
 from pathlib import Path
@@ -24,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from models import numerics as nx
+from models.skid_buffer import SkidBufferModel
 from sim import params
 from sim.runner import BUILD, ROOT, run_vvp, write_verilog
 
@@ -33,6 +35,7 @@ UNITS = {
     "bf16_mul": (16, nx.bf16_mul_bits),
 }
 HARNESS = ROOT / "sim" / "harness" / "fp_stream_harness.v"
+CORE_HARNESS = ROOT / "sim" / "harness" / "fp_core_harness.v"
 
 __all__ = ["UNITS", "special_values", "special_pairs", "random_pairs", "golden", "hex_lines",
            "run_harness", "HarnessResult"]
@@ -98,34 +101,38 @@ def special_pairs(unit):
     return a, b
 
 
-def random_pairs(unit, n, seed):
-    """``n`` random operand pairs: the first half uniform over bit patterns; the second half with
-    close exponents (adder: ``|ea - eb| <= 2``, any signs, so cancellation is common) or, for
-    the multiplier, with the product's exponent near the subnormal (2**-150 .. 2**-125) or the
-    overflow (2**126 .. 2**129) boundary."""
+def random_pairs(unit, n, seed, kind="mixed"):
+    """``n`` random operand pairs of ``kind``:
+
+    * ``"uniform"``: uniform over all bit patterns (NaNs, infinities and subnormals included);
+    * ``"close"``: adder: exponents at most 2 apart, random signs, so that cancellation and
+      renormalization are common; multiplier: the product's exponent near the subnormal
+      (2**-152 .. 2**-125) or overflow (2**125 .. 2**129) boundary, where it is rounded;
+    * ``"mixed"``: the first half uniform, the second half close.
+    """
+    if kind not in ("uniform", "close", "mixed"):
+        raise ValueError(f"kind must be 'uniform', 'close' or 'mixed', got {kind!r}")
     width, _ = UNITS[unit]
     rng = np.random.default_rng(seed)
     dtype = np.uint32 if width == 32 else np.uint16
     a = rng.integers(0, 1 << width, n, dtype=np.uint64).astype(dtype)
     b = rng.integers(0, 1 << width, n, dtype=np.uint64).astype(dtype)
-    half = n // 2
-    if half == 0:
+    start = {"uniform": n, "close": 0, "mixed": n // 2}[kind]
+    m = n - start
+    if m == 0:
         return a, b
     if unit == "fp32_add":
-        ea = rng.integers(0, 255, half)
-        eb = np.clip(ea + rng.integers(-2, 3, half), 0, 254)
-        a[half:] = (a[half:] & 0x807FFFFF) | (ea.astype(np.uint32) << 23)[: n - half]
-        b[half:] = (b[half:] & 0x807FFFFF) | (eb.astype(np.uint32) << 23)[: n - half]
+        ea = rng.integers(0, 255, m)
+        eb = np.clip(ea + rng.integers(-2, 3, m), 0, 254)
+        a[start:] = (a[start:] & 0x807FFFFF) | (ea.astype(np.uint32) << 23)
+        b[start:] = (b[start:] & 0x807FFFFF) | (eb.astype(np.uint32) << 23)
     else:
-        # result exponent (unbiased) target: product of (ea - 127) + (eb - 127) near -126 / +127
-        m = n - half
+        # unbiased product exponent (ea - 127) + (eb - 127) near -126 (60 %) or +127 (40 %)
         target = np.where(rng.random(m) < 0.6, rng.integers(-152, -124, m), rng.integers(125, 130, m))
         ea = rng.integers(0, 255, m)
-        eb = target + 254 - ea
-        ok = (eb >= 0) & (eb <= 254)
-        eb = np.where(ok, eb, np.clip(eb, 0, 254))
-        a[half:] = (a[half:] & 0x807F) | (ea.astype(np.uint16) << 7)
-        b[half:] = (b[half:] & 0x807F) | (eb.astype(np.uint16) << 7)
+        eb = np.clip(target + 254 - ea, 0, 254)
+        a[start:] = (a[start:] & 0x807F) | (ea.astype(np.uint16) << 7)
+        b[start:] = (b[start:] & 0x807F) | (eb.astype(np.uint16) << 7)
     return a, b
 
 
@@ -175,7 +182,6 @@ def run_harness(unit, a, b, *, expected=None, gap=0, stall=0, seed=1, tag="bulk"
     expected = golden(unit, a, b) if expected is None else np.asarray(expected, dtype=np.uint32)
     work = BUILD / f"harness-{unit}"
     verilog = write_verilog(build_top(unit, Config()), unit, work / "rtl")
-    import os
     run_dir = work / f"{tag}-{os.getpid()}"
     run_dir.mkdir(parents=True, exist_ok=True)
     digits = width // 4
@@ -183,10 +189,219 @@ def run_harness(unit, a, b, *, expected=None, gap=0, stall=0, seed=1, tag="bulk"
     out = run_vvp([verilog, HARNESS], "fp_stream_harness", run_dir,
                   plusargs=["+vectors=vectors.hex", f"+gap={gap}", f"+stall={stall}", f"+seed={seed}"],
                   defines={"DUT": unit, "WA": width, "WB": width, "NVEC": len(a)})
+    (run_dir / "vectors.hex").unlink()
+    return _parse(out)
+
+
+def run_core_harness(unit, a, b, *, expected=None, tag="core"):
+    """Apply the pairs ``(a[k], b[k])`` to the combinational core of ``unit`` (``Fp32AddCore`` /
+    ``Bf16MulCore``, the RTL inside the stream top) under plain Icarus, one vector per time
+    unit, and compare with ``expected`` (default: the golden model). Returns a
+    :class:`HarnessResult` with ``n``, ``errors`` and ``mismatches``."""
+    import os
+
+    from hdl.bf16_mul import Bf16MulCore
+    from hdl.fp32_add import Fp32AddCore
+
+    width, _ = UNITS[unit]
+    if len(a) != len(b) or len(a) == 0:
+        raise ValueError(f"need equally long, non-empty operand arrays, got {len(a)} and {len(b)}")
+    expected = golden(unit, a, b) if expected is None else np.asarray(expected, dtype=np.uint32)
+    core = Fp32AddCore() if unit == "fp32_add" else Bf16MulCore()
+    work = BUILD / f"harness-{unit}"
+    verilog = write_verilog(core, f"{unit}_core", work / "rtl")
+    run_dir = work / f"{tag}-{os.getpid()}"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    digits = width // 4
+    (run_dir / "vectors.hex").write_bytes(hex_lines((a, digits), (b, digits), (expected, 8)))
+    out = run_vvp([verilog, CORE_HARNESS], "fp_core_harness", run_dir, plusargs=["+vectors=vectors.hex"],
+                  defines={"DUT": f"{unit}_core", "WA": width, "WB": width, "NVEC": len(a)})
+    (run_dir / "vectors.hex").unlink()
+    return _parse(out)
+
+
+def _parse(out):
     line = next((ln for ln in out.splitlines() if ln.startswith("RESULT")), None)
     if line is None:
         raise AssertionError(f"harness printed no RESULT line:\n{out}")
     result = HarnessResult((k, int(v)) for k, v in re.findall(r"(\w+)=(-?\d+)", line))
     result["mismatches"] = [ln for ln in out.splitlines() if ln.startswith("MISMATCH")]
-    (run_dir / "vectors.hex").unlink()
     return result
+
+
+# ----------------------------------------------------------------------------------------------
+# cycle model of the stream tops (hdl.fp_pipeline.FpStreamUnit)
+
+class FpStreamCycleModel:
+    """Cycle model of :class:`hdl.fp_pipeline.FpStreamUnit`: operand :class:`SkidBufferModel`,
+    the arithmetic function ``fn(payload) -> result``, result :class:`SkidBufferModel`.
+
+    :meth:`cycle` takes the input offer and output ready of one clock and returns
+    ``(in_ready, accepted, emitted)`` like :class:`models.skid_buffer.SkidBufferModel`.
+    """
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.operands = SkidBufferModel()
+        self.result = SkidBufferModel()
+
+    def cycle(self, in_valid, in_payload, out_ready):
+        mid_valid = self.operands.out_valid
+        mid_ready = self.result.in_ready
+        mid_payload = self.fn(self.operands.out) if mid_valid else 0
+        in_ready, accepted, _ = self.operands.cycle(in_valid, in_payload, mid_ready)
+        _, _, emitted = self.result.cycle(mid_valid, mid_payload, out_ready)
+        return in_ready, accepted, emitted
+
+
+def replay(fn, n, gap_log, stall_log, cycles):
+    """Closed-loop replay of a bench's recorded decisions (one ``gap_log`` entry per idle-driver
+    decision, one ``stall_log`` entry per cycle) through :class:`FpStreamCycleModel`, with input
+    payloads ``0..n-1`` mapped by ``fn``. Returns the expected input accept cycles, output
+    transfer cycles and output words."""
+    model = FpStreamCycleModel(fn)
+    gaps, stalls = iter(gap_log), iter(stall_log)
+    sent, offering = 0, False
+    accepts, emits, words = [], [], []
+    for cycle in range(cycles):
+        if not offering and sent < n and not next(gaps):
+            offering = True
+        _, accepted, emitted = model.cycle(offering, sent if offering else 0, not next(stalls))
+        if accepted:
+            accepts.append(cycle)
+            sent += 1
+            offering = False
+        if emitted is not None:
+            emits.append(cycle)
+            words.append(emitted)
+    return accepts, emits, words
+
+
+# ----------------------------------------------------------------------------------------------
+# cocotb tests (parameters: unit, vectors = "special" | "random", n, gap_prob, stall_prob,
+# latency = the top's documented LATENCY)
+
+import cocotb  # noqa: E402  (the vector helpers above are used without a simulator too)
+from cocotb.triggers import ClockCycles, RisingEdge  # noqa: E402
+
+from sim.clocking import reset  # noqa: E402
+from sim.scoreboard import InOrderScoreboard  # noqa: E402
+from sim.stream import StreamDriver, StreamMonitor  # noqa: E402
+
+
+def _recorded(probability, rng, log):
+    def decide():
+        stall = rng.random() < probability
+        log.append(stall)
+        return stall
+    return decide
+
+
+def _operands(p, seed):
+    unit = p["unit"]
+    if p.get("vectors", "special") == "special":
+        a, b = special_pairs(unit)
+    else:
+        a, b = random_pairs(unit, p.get("n", 2000), seed, p.get("kind", "mixed"))
+    return unit, a, b
+
+
+async def _output_protocol(dut, violations):
+    """Every cycle: once ``o.valid`` is offered and not taken, the next cycle must offer it
+    again with the same payload (``o.valid`` never waits for, nor is withdrawn without, ready)."""
+    held = None
+    while True:
+        await RisingEdge(dut.clk)
+        valid, ready = int(dut.o__valid.value), int(dut.o__ready.value)
+        payload = int(dut.o__payload.value) if valid else None
+        if held is not None and (not valid or payload != held):
+            violations.append(f"o.valid/payload changed while stalled: held {held:#010x}, now "
+                              f"valid={valid} payload={payload if payload is None else hex(payload)}")
+        held = payload if valid and not ready else None
+
+
+async def _run(dut, p, gap_prob, stall_prob, seed):
+    rng = random.Random(seed)
+    unit, a, b = _operands(p, seed)
+    width = UNITS[unit][0]
+    expected = [int(y) for y in golden(unit, a, b)]
+    words = [int(x) | (int(y) << width) for x, y in zip(a, b)]
+    n = len(words)
+    gap_log, stall_log, violations = [], [], []
+    await reset(dut)
+    board = InOrderScoreboard(f"{unit}.o")
+    board.expect(expected)
+    drv = StreamDriver(dut.clk, dut, "i", gaps=_recorded(gap_prob, rng, gap_log))
+    mon = StreamMonitor(dut.clk, dut, "o", stall=_recorded(stall_prob, rng, stall_log),
+                        callback=lambda w, c: board.got(w))
+    cocotb.start_soon(_output_protocol(dut, violations))
+    drv.send(words)
+    await mon.wait_for(n)
+    await ClockCycles(dut.clk, 8)
+    board.check_done()
+    assert len(mon.words) == n, f"{len(mon.words) - n} extra result(s) after the last expected one"
+    assert not violations, violations[:3]
+    accepts, emits, model_words = replay(lambda k: expected[k], n, gap_log, stall_log, len(stall_log))
+    assert model_words[:n] == expected
+    assert drv.accepted == accepts[:len(drv.accepted)], "input accept cycles differ from the model"
+    assert mon.cycles == emits[:n], "output transfer cycles differ from the model"
+    return drv, mon
+
+
+@cocotb.test()
+async def stream_traffic(dut):
+    """Special pairs (or random pairs) with random valid gaps and random back-pressure:
+    bit-exact in order, nothing extra, handshake protocol, every transfer cycle as modelled."""
+    p = params()
+    await _run(dut, p, p.get("gap_prob", 0.3), p.get("stall_prob", 0.3), cocotb.RANDOM_SEED)
+
+
+@cocotb.test()
+async def full_rate(dut):
+    """No gaps, no back-pressure: one pair accepted and one result delivered every cycle, each
+    result exactly ``latency`` cycles after its pair (the documented LATENCY and the model)."""
+    p = dict(params(), vectors="random", n=512)
+    latency = p["latency"]
+    drv, mon = await _run(dut, p, 0.0, 0.0, cocotb.RANDOM_SEED + 1)
+    n = len(drv.accepted)
+    assert drv.accepted == list(range(drv.accepted[0], drv.accepted[0] + n)), "input stalled"
+    assert mon.cycles == [c + latency for c in drv.accepted], (
+        f"latency is not {latency}: first result {mon.cycles[0] - drv.accepted[0]} cycles after its pair")
+    span = mon.cycles[-1] - drv.accepted[0] + 1
+    Path("stats.json").write_text(json.dumps({"results": n, "cycles": span, "latency": latency,
+                                              "results_per_cycle": n / (mon.cycles[-1] - mon.cycles[0] + 1)}))
+
+
+@cocotb.test()
+async def valid_without_ready(dut):
+    """With ``o.ready`` low, the first result still appears ``latency`` cycles after its pair and
+    stays offered, unchanged; the pipeline then fills to its capacity of 4 and ``i.ready`` drops."""
+    p = dict(params(), vectors="random", n=8)
+    latency = p["latency"]
+    unit, a, b = _operands(p, cocotb.RANDOM_SEED)
+    width = UNITS[unit][0]
+    expected = [int(y) for y in golden(unit, a, b)]
+    await reset(dut)
+    dut.o__ready.value = 0
+    accepted, offered = [], []
+    k = 0
+    for cycle in range(20):
+        dut.i__valid.value = int(k < len(a))
+        if k < len(a):
+            dut.i__payload.value = int(a[k]) | (int(b[k]) << width)
+        await RisingEdge(dut.clk)
+        if int(dut.i__valid.value) and int(dut.i__ready.value):
+            accepted.append(cycle)
+            k += 1
+        offered.append(int(dut.o__payload.value) if int(dut.o__valid.value) else None)
+    assert accepted == [0, 1, 2, 3], f"expected 4 pairs accepted back to back, got cycles {accepted}"
+    assert offered[:latency] == [None] * latency
+    assert offered[latency:] == [expected[0]] * (20 - latency), "o.valid/payload not held while stalled"
+    dut.i__valid.value = 0
+    dut.o__ready.value = 1
+    got = []
+    for _ in range(8):
+        await RisingEdge(dut.clk)
+        if int(dut.o__valid.value):
+            got.append(int(dut.o__payload.value))
+    assert got == expected[:4], "the four buffered results must drain in order"

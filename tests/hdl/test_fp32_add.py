@@ -1,27 +1,129 @@
-"""fp32_add: the stream top (and so Fp32AddCore) bit-exact against models.numerics.fp32_add."""
+"""fp32_add (Fp32Add and the Fp32AddCore inside it) bit-exact against models.numerics.fp32_add,
+plus the stream contract of DESIGN.md 8 (order, back-pressure, latency, throughput)."""
 
+import os
+import random
+
+import numpy as np
 import pytest
 
-from sim.bench_fp import golden, random_pairs, run_harness, special_pairs
+from hdl.config import Config
+from hdl.fp32_add import Fp32Add
+from hdl.tops import build_top
+from sim.bench_fp import golden, random_pairs, run_core_harness, run_harness, special_pairs
+from sim.runner import run_bench
 
 UNIT = "fp32_add"
+TOP = Fp32Add
+DTYPE = np.uint32
+
+# Literal IEEE-754 binary32 facts (not from numpy): (a, b, a + b).
+DIRECTED = [
+    (0x3F800000, 0xBF800000, 0x00000000),   # x + (-x) = +0 under RNE
+    (0xBF800000, 0x3F800000, 0x00000000),
+    (0x80000000, 0x80000000, 0x80000000),   # -0 + -0 = -0
+    (0x00000000, 0x80000000, 0x00000000),   # +0 + -0 = +0
+    (0x80000000, 0x00000000, 0x00000000),
+    (0x80000001, 0x00000001, 0x00000000),   # subnormal cancellation = +0
+    (0x7F800000, 0xFF800000, 0x7FC00000),   # inf - inf = canonical NaN
+    (0xFF800000, 0xFF800000, 0xFF800000),   # -inf + -inf = -inf
+    (0x7F800000, 0x7F7FFFFF, 0x7F800000),
+    (0x7F800001, 0x3F800000, 0x7FC00000),   # signalling NaN -> canonical NaN
+    (0x3F800000, 0xFFC12345, 0x7FC00000),   # negative quiet NaN with payload -> canonical
+    (0x00000001, 0x00000001, 0x00000002),   # smallest subnormals add exactly
+    (0x007FFFFF, 0x00000001, 0x00800000),   # largest subnormal + ulp = smallest normal
+    (0x00800000, 0x80000001, 0x007FFFFF),   # smallest normal - ulp = largest subnormal
+    (0x7F7FFFFF, 0x7F7FFFFF, 0x7F800000),   # overflow to +inf
+    (0xFF7FFFFF, 0xF3000000, 0xFF800000),   # -max - half an ulp: tie rounds to even = -inf
+    (0x7F7FFFFF, 0x72FFFFFF, 0x7F7FFFFF),   # max + just under half an ulp stays max
+    (0x3F800000, 0x33800000, 0x3F800000),   # 1 + 2**-24: tie, rounds to even (1)
+    (0x3F800001, 0x33800000, 0x3F800002),   # (1 + ulp) + 2**-24: tie, rounds to even (up)
+    (0x3F800000, 0x33800001, 0x3F800001),   # just above the tie rounds up
+    (0x3F800000, 0xB3000000, 0x3F800000),   # 1 - 2**-25: tie below 1 rounds to even (1)
+    (0x3F800000, 0xB3000001, 0x3F7FFFFF),   # just beyond that tie rounds down
+    (0x4B800000, 0x3F800000, 0x4B800000),   # 2**24 + 1: tie, stays even
+    (0x4B800001, 0x3F800000, 0x4B800002),   # (2**24 + 2) + 1: tie, rounds up to even
+    (0x3F800000, 0x0D000000, 0x3F800000),   # huge exponent gap: absorbed
+    (0x3F800000, 0x8D000000, 0x3F800000),   # ... either sign
+    (0x3F800001, 0xBF800000, 0x34000000),   # cancellation to one ulp of 1 (2**-23)
+]
 
 
-def _check(result, n):
-    assert result["mismatches"] == [] and result["errors"] == 0, result["mismatches"]
-    assert result["n"] == n and result["sent"] == n and result["extra"] == 0
+BULK = 500_000     # pairs per kind; uniform + close = 1,000,000 random pairs per regression run
 
 
-def test_special_pairs_harness():
-    """Every pair of the special/boundary set, with random valid gaps and back-pressure."""
+@pytest.fixture
+def seed():
+    """A fresh seed per run (reported on failure); WS_FP_SEED=<n> reproduces one."""
+    return int(os.environ.get("WS_FP_SEED", random.randrange(1 << 32)))
+
+
+def _clean(result, n, context=""):
+    assert result["errors"] == 0 and result["mismatches"] == [], f"{context} {result['mismatches']}"
+    assert result["n"] == n, f"{context} checked {result['n']} of {n} vectors"
+    for key in ("sent", "extra"):
+        if key in result:
+            assert result[key] == (n if key == "sent" else 0), f"{context} {key}={result[key]}"
+
+
+def test_directed_ieee_cases():
+    """Hand-derived IEEE results: the golden model and the core both produce them."""
+    a, b, y = (np.array(col, dtype=DTYPE if i < 2 else np.uint32) for i, col in enumerate(zip(*DIRECTED)))
+    assert [hex(v) for v in golden(UNIT, a, b)] == [hex(v) for v in y]
+    _clean(run_core_harness(UNIT, a, b, expected=y, tag="directed"), len(a))
+
+
+def test_special_pairs_core():
+    """Every pair of the special and boundary set through the combinational core."""
     a, b = special_pairs(UNIT)
-    _check(run_harness(UNIT, a, b, gap=20, stall=30, seed=11, tag="special"), len(a))
+    _clean(run_core_harness(UNIT, a, b, tag="special"), len(a))
 
 
-def test_harness_detects_a_wrong_result():
-    """The bulk harness really compares: one flipped expected bit is reported at its index."""
+def test_special_pairs_stream():
+    """Every special pair through the stream top with random valid gaps and back-pressure."""
+    a, b = special_pairs(UNIT)
+    _clean(run_harness(UNIT, a, b, gap=20, stall=30, seed=11, tag="special"), len(a))
+
+
+@pytest.mark.parametrize("kind", ["uniform", "close"])
+def test_random_pairs_core(kind, seed):
+    """BULK random pairs of each kind (together >= 1,000,000 per run), bit-exact, Icarus only."""
+    a, b = random_pairs(UNIT, BULK, seed, kind)
+    _clean(run_core_harness(UNIT, a, b, tag=f"random-{kind}"), BULK, f"seed={seed}")
+
+
+def test_random_pairs_stream(seed):
+    """Random pairs through the stream top with heavy random gaps and back-pressure."""
+    a, b = random_pairs(UNIT, 20_000, seed)
+    _clean(run_harness(UNIT, a, b, gap=30, stall=50, seed=seed % 100_000, tag="random"), 20_000,
+           f"seed={seed}")
+
+
+def test_harnesses_detect_wrong_results():
+    """Both harnesses really compare: flipped expected bits are reported at their indices."""
     a, b = special_pairs(UNIT)
     y = golden(UNIT, a, b)
     y[123] ^= 1
-    result = run_harness(UNIT, a, b, expected=y, tag="corrupt")
-    assert result["errors"] == 1 and result["mismatches"][0].startswith("MISMATCH 123:")
+    y[-1] ^= 0x80000000
+    for run in (run_core_harness, run_harness):
+        result = run(UNIT, a, b, expected=y, tag="corrupt")
+        assert result["errors"] == 2, result
+        assert result["mismatches"][0].startswith("MISMATCH 123:")
+        assert result["mismatches"][1].startswith(f"MISMATCH {len(a) - 1}:")
+
+
+def test_cocotb_special_pairs_and_timing():
+    """cocotb: special pairs with random gaps / back-pressure and cycle-exact replay of the
+    pipeline model; full-rate latency == LATENCY and one result per cycle; results held (and
+    the pipeline filled to capacity) while o.ready is low."""
+    run_bench(build_top(UNIT, Config()), UNIT, "sim.bench_fp",
+              params={"unit": UNIT, "vectors": "special", "gap_prob": 0.3, "stall_prob": 0.3,
+                      "latency": TOP.LATENCY})
+
+
+def test_cocotb_random_heavy_backpressure(seed):
+    """cocotb: random pairs, mostly-stalled output and frequent input gaps, cycle-exact."""
+    run_bench(build_top(UNIT, Config()), UNIT, "sim.bench_fp", testcase="stream_traffic",
+              seed=seed % (1 << 31),
+              params={"unit": UNIT, "vectors": "random", "n": 1500, "gap_prob": 0.5,
+                      "stall_prob": 0.8, "latency": TOP.LATENCY})
