@@ -1,34 +1,106 @@
-"""``python -m sim`` (``make sim``): the richest simulation the project has, with a summary.
+"""``python -m sim`` (``make sim``): the system simulation.
 
-Until the system simulation lands, this streams 20,000 random wavelets with random gaps and
-back-pressure through the skid-buffer RTL under cocotb + Icarus and checks every word and
-every transfer cycle against the golden model.
+MemoryX (model) streams bf16 weights into the SwarmX tree RTL, which broadcasts them to N
+systems; each system trains on its share of scikit-learn's digits; the SwarmX RTL sums the
+weight gradients in tree order; MemoryX applies the optimizer. After every step every weight is
+compared with the golden pipeline model bit for bit and the SwarmX cycles with its timing model.
+See ``sim/bench_system.py`` for the exact flow and the README for the output.
 """
 
-import json
+import argparse
 import sys
 import time
+from pathlib import Path
 
-from hdl.config import Config
-from hdl.tops import build_top
-from sim.runner import run_bench
+from sim.runner import ROOT
+from sim.system import run_system
+from sim.system_config import OPTIMIZERS, SystemRunConfig
+
+
+def _ints(text, sep, what):
+    try:
+        return tuple(int(v) for v in text.split(sep))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{what}: expected integers separated by {sep!r}, got {text!r}") from None
+
+
+def parse_args(argv):
+    d = SystemRunConfig()
+    ap = argparse.ArgumentParser(prog="make sim ARGS=... / python -m sim", description=__doc__.splitlines()[0])
+    ap.add_argument("--dims", type=lambda t: _ints(t, ",", "--dims"), default=d.dims,
+                    help="layer widths, e.g. 64,32,10 (default %(default)s)")
+    ap.add_argument("--mesh", type=lambda t: _ints(t.lower(), "x", "--mesh"), default=d.mesh,
+                    help="PEs per wafer as PxQ (default 2x2)")
+    ap.add_argument("--systems", type=int, default=d.systems, help="wafers N (default %(default)s)")
+    ap.add_argument("--batch", type=int, default=d.batch, help="samples per system per step (default %(default)s)")
+    ap.add_argument("--steps", type=int, default=d.steps, help="training steps (default %(default)s)")
+    ap.add_argument("--optimizer", default=d.optimizer, help=f"{', '.join(OPTIMIZERS)} (default %(default)s)")
+    ap.add_argument("--lr", type=float, default=d.lr, help="learning rate (default %(default)s)")
+    ap.add_argument("--stall", type=int, default=d.stall,
+                    help="random gaps/back-pressure on every SwarmX port, 0..255 (default %(default)s)")
+    ap.add_argument("--eval-every", type=int, default=d.eval_every, help="steps between test evaluations")
+    ap.add_argument("--seed", type=int, default=d.seed)
+    ap.add_argument("--out", default=str(ROOT / d.out_dir), help="output folder (default build/sim)")
+    args = ap.parse_args(argv)
+    try:
+        return SystemRunConfig(dims=args.dims, mesh=args.mesh, systems=args.systems, batch=args.batch,
+                               steps=args.steps, optimizer=args.optimizer, lr=args.lr, stall=args.stall,
+                               eval_every=args.eval_every, seed=args.seed,
+                               out_dir=str(Path(args.out).resolve()))
+    except ValueError as e:
+        ap.error(str(e))
+
+
+def plot(results, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    steps = [s["step"] for s in results["steps"]]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))
+    ax1.plot(steps, [s["loss"] for s in results["steps"]], label="training loss")
+    acc = [(s["step"], s["test_accuracy"]) for s in results["steps"] if "test_accuracy" in s]
+    ax1b = ax1.twinx()
+    ax1b.plot(*zip(*acc), "o-", color="tab:green", label="held-out accuracy")
+    ax1.set_xlabel("step"), ax1.set_ylabel("loss"), ax1b.set_ylabel("accuracy")
+    ax1.set_title("training (bit-exact with the golden model)")
+    phases = results["wafer_model_step"]["phases"]
+    labels = [f"L{p['layer']} {p['phase'][:3]}" for p in phases]
+    ax2.bar(labels, [p["utilization"] for p in phases])
+    ax2.set_ylim(0, 1), ax2.set_ylabel("FMAC utilization (timing model)")
+    ax2.set_title("wafer phases")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def summary(run, results, wall):
+    steps = results["steps"]
+    last = steps[-1]
+    accs = [s["test_accuracy"] for s in steps if "test_accuracy" in s]
+    model = results["wafer_model_step"]
+    print("\nweightstream system simulation")
+    print(f"  network          {'-'.join(map(str, run.dims))} on digits, {run.systems} systems x batch "
+          f"{run.batch}, {run.mesh[0]}x{run.mesh[1]} PEs per wafer, {run.optimizer} lr {run.lr}")
+    print(f"  RTL in the loop  SwarmX tree ({results['swarmx_depth']} level(s), fp32_add latency "
+          f"{results['adder_latency']}) under Icarus; MemoryX, host and wafers are golden models")
+    print(f"  loss             {steps[0]['loss']:.4f} (step 1) -> {last['loss']:.4f} (step {last['step']})")
+    print(f"  held-out acc     {accs[0]:.3f} -> {accs[-1]:.3f} ({len(accs)} evaluations)")
+    print(f"  bit-exact        every master weight equal to the golden pipeline model after every step")
+    print(f"  SwarmX cycles    broadcast {last['swarmx_broadcast_cycles']} (model "
+          f"{last['model_broadcast_cycles']}), reduce {last['swarmx_reduce_cycles']} (model "
+          f"{last['model_reduce_cycles']}) for {results['words_per_phase']} words")
+    print(f"  wafer (model)    {model['wafer_cycles']} cycles per step, utilization {model['utilization']:.3f}")
+    print(f"  simulation       {results['simulated_cycles']} RTL cycles, "
+          f"{results['cycles_per_second']:,.0f} cycles/s in phases; wall {wall:.1f} s")
+    print(f"  outputs          {Path(run.out_dir) / 'results.json'}, loss.png, weights.safetensors")
 
 
 def main(argv=None):
-    words = 20000
+    run = parse_args(argv)
     start = time.perf_counter()
-    test_dir = run_bench(build_top("skid_buffer", Config()), "skid_buffer", "sim.bench_skid_buffer",
-                         params={"words": words, "gap_prob": 0.2, "stall_prob": 0.2},
-                         testcase="random_traffic", run_name="make-sim")
-    seconds = time.perf_counter() - start
-    stats = json.loads((test_dir / "stats.json").read_text())
-    print("\nweightstream simulation summary")
-    print(f"  block            skid_buffer (38-bit wavelet stage), RTL under Icarus + cocotb")
-    print(f"  wavelets         {stats['words']} random, 20% valid gaps, 20% back-pressure")
-    print(f"  checked          every word in order, every transfer cycle equal to the golden model")
-    print(f"  cycles           {stats['cycles']} ({stats['words_per_cycle']:.3f} words/cycle)")
-    print(f"  first latency    {stats['first_latency']} cycle(s)")
-    print(f"  simulation speed {stats['cycles'] / seconds:,.0f} cycles/s (wall {seconds:.1f} s)")
+    results = run_system(run, console=True, run_name="make-sim")
+    plot(results, Path(run.out_dir) / "loss.png")
+    summary(run, results, time.perf_counter() - start)
     return 0
 
 

@@ -100,12 +100,13 @@ def _safe(text):
 
 
 def run_bench(component, name, test_module, *, params=None, testcase=None, extra_sources=(),
-              toplevel=None, seed=None, run_name=None):
+              toplevel=None, seed=None, run_name=None, console=False):
     """Build ``component`` as Verilog module ``name`` and run cocotb ``test_module`` on it.
 
     ``extra_sources`` are additional Verilog files (e.g. a harness); ``toplevel`` names the
     simulated top when it is not ``name``. Raises ``AssertionError`` naming the failing cocotb
-    tests and the log, when any test fails. Returns the run folder.
+    tests and the log, when any test fails. Returns the run folder. ``console=True`` lets the
+    simulator print to the terminal (progress) instead of ``sim.log``.
     """
     from cocotb_tools.runner import get_results, get_runner
 
@@ -136,7 +137,7 @@ def run_bench(component, name, test_module, *, params=None, testcase=None, extra
                      build_args=build_args, timescale=TIMESCALE, always=waves)
 
     env = {"WS_PARAMS": json.dumps(params or {}), "PYTHONPATH": str(ROOT)}
-    log_file = test_dir / "sim.log"
+    log_file = None if console else test_dir / "sim.log"
     try:
         results = runner.test(test_module=test_module, hdl_toplevel=toplevel, build_dir=build_dir,
                               test_dir=test_dir, testcase=testcase, seed=seed, extra_env=env,
@@ -147,7 +148,7 @@ def run_bench(component, name, test_module, *, params=None, testcase=None, extra
     xml = results or next(test_dir.glob("*.xml"), None)
     failures = _failed_tests(xml) if xml else ["(no results file: the simulator crashed)"]
     if failures:
-        tail = log_file.read_text().splitlines()[-40:] if log_file.exists() else []
+        tail = log_file.read_text().splitlines()[-40:] if log_file and log_file.exists() else []
         raise AssertionError(f"cocotb tests failed in {test_module}: {', '.join(failures)}\n"
                              f"log: {log_file}\n" + "\n".join(tail))
     n_tests, _ = get_results(xml)

@@ -1,0 +1,85 @@
+"""Options of the system simulation (``make sim``), validated, with the defaults of the issue."""
+
+import dataclasses
+from dataclasses import dataclass
+
+from models.memoryx import SGD, Adam, AdamW, Momentum
+
+__all__ = ["SystemRunConfig", "OPTIMIZERS"]
+
+OPTIMIZERS = {
+    "adamw": lambda lr: AdamW(lr=lr, weight_decay=1e-4),
+    "adam": lambda lr: Adam(lr=lr),
+    "momentum": lambda lr: Momentum(lr=lr, momentum=0.9),
+    "sgd": lambda lr: SGD(lr=lr),
+}
+
+DIGITS_FEATURES, DIGITS_CLASSES = 64, 10
+
+
+@dataclass(frozen=True, kw_only=True)
+class SystemRunConfig:
+    """``dims``: layer widths, inputs first (64 pixels) and classes last (10 digits);
+    ``mesh``: (P, Q) PEs per wafer; ``systems``: N wafers under the SwarmX tree (1..16 in RTL);
+    ``batch``: samples per system per step; ``steps``; ``optimizer`` (adamw, adam, momentum, sgd)
+    and ``lr``; ``stall``: random valid gaps and back-pressure at every player and recorder,
+    0..255 (probability stall/256 per cycle); ``eval_every``: steps between held-out accuracy
+    evaluations; ``seed``; ``out_dir``."""
+
+    dims: tuple = (64, 32, 10)
+    mesh: tuple = (2, 2)
+    systems: int = 2
+    batch: int = 16
+    steps: int = 60
+    optimizer: str = "adamw"
+    lr: float = 3e-3
+    stall: int = 0
+    eval_every: int = 10
+    seed: int = 0
+    out_dir: str = "build/sim"
+
+    def __post_init__(self):
+        object.__setattr__(self, "dims", tuple(self.dims))
+        object.__setattr__(self, "mesh", tuple(self.mesh))
+
+        def bad(field, rule):
+            raise ValueError(f"{field} {rule}, got {getattr(self, field)!r}")
+
+        if len(self.dims) < 2 or any(not isinstance(d, int) or d < 1 for d in self.dims):
+            bad("dims", "must be >= 2 positive layer widths")
+        if self.dims[0] != DIGITS_FEATURES or self.dims[-1] != DIGITS_CLASSES:
+            bad("dims", f"must start with {DIGITS_FEATURES} (digit pixels) and end with "
+                        f"{DIGITS_CLASSES} (classes)")
+        if len(self.mesh) != 2 or any(not isinstance(v, int) or v < 1 for v in self.mesh):
+            bad("mesh", "must be two positive ints (P, Q)")
+        if not isinstance(self.systems, int) or not 1 <= self.systems <= 16:
+            bad("systems", "must be in 1..16 (the SwarmX RTL simulated here)")
+        if not isinstance(self.batch, int) or self.batch < 1:
+            bad("batch", "must be >= 1")
+        if not isinstance(self.steps, int) or self.steps < 1:
+            bad("steps", "must be >= 1")
+        if self.optimizer not in OPTIMIZERS:
+            bad("optimizer", f"must be one of {', '.join(OPTIMIZERS)}")
+        if not self.lr > 0:
+            bad("lr", "must be > 0")
+        if not isinstance(self.stall, int) or not 0 <= self.stall <= 255:
+            bad("stall", "must be in 0..255")
+        if not isinstance(self.eval_every, int) or self.eval_every < 1:
+            bad("eval_every", "must be >= 1")
+        if self.systems * self.batch > 1437:
+            bad("batch", "times systems must fit the 1437 training digits")
+
+    def make_optimizer(self):
+        return OPTIMIZERS[self.optimizer](self.lr)
+
+    @property
+    def words(self):
+        """Words per SwarmX phase: every weight of the network."""
+        return sum(a * b for a, b in zip(self.dims[:-1], self.dims[1:]))
+
+    def as_dict(self):
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d):
+        return cls(**d)
