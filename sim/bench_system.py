@@ -32,7 +32,7 @@ from hdl.fp32_add import Fp32Add
 from models.memoryx import export_safetensors
 from models.numerics import bits, f32, tree_sum
 from models.pipeline import kernels
-from models.pipeline.timing import step_timing
+from models.pipeline.timing import TimingParams, step_timing
 from models.pipeline.training import WaferTrainer, build_memoryx, layer_names, system_gradients
 from models.swarmx import SwarmxTiming
 from sim import params
@@ -97,7 +97,10 @@ async def train(dut):
     timing = SwarmxTiming(n, Fp32Add.LATENCY)
     sizes = [run.dims[i + 1] * run.dims[i] for i in range(len(names))]
     words = sum(sizes)
-    model_step = step_timing(run.dims, run.batch, n)
+    # The wafer timing of this system: its mesh, one SwarmX word per cycle each way, its optimizer.
+    model_step = step_timing(run.dims, run.batch, n, TimingParams(
+        mesh_rows=run.mesh[0], mesh_cols=run.mesh[1], weight_words_per_cycle=1.0,
+        grad_words_per_cycle=1.0, memoryx_optimizer=run.optimizer))
 
     dut.src_stall.value = run.stall
     dut.sink_stall.value = run.stall

@@ -30,7 +30,7 @@ class SystemRunConfig:
     mesh: tuple = (2, 2)
     systems: int = 2
     batch: int = 16
-    steps: int = 60
+    steps: int = 100
     optimizer: str = "adamw"
     lr: float = 3e-3
     stall: int = 0
