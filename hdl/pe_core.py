@@ -135,6 +135,11 @@ class PeCore(wiring.Component):
             lo = addr[:lb] if lb else Const(0, 1)
             return lo, addr[lb:16]
 
+        def line_of_bank(b, lo, hi):
+            """Bank ``b``'s line of the vector starting at ``hi * NB + lo``: banks below ``lo``
+            hold the words that wrapped into the next line."""
+            return hi + (lo > b) if b < NB - 1 else hi
+
         def lane_of_bank(b, lo):
             return (Const(b, lb + 1) - lo)[:lb] if lb else Const(0, 1)
 
@@ -142,7 +147,7 @@ class PeCore(wiring.Component):
             """Present a vector read of ``addr``; returns the L lane words (valid next cycle)."""
             lo, hi = split(addr)
             for b, p in enumerate(ports):
-                m.d.comb += p.addr.eq(hi + (Const(b, lb + 1) < lo) if lb else hi)
+                m.d.comb += p.addr.eq(line_of_bank(b, lo, hi))
             lo_q = Signal(max(lb, 1), name=f"{name}_lo_q")
             m.d.sync += lo_q.eq(lo)
             words = Array(p.data for p in ports)
@@ -151,13 +156,14 @@ class PeCore(wiring.Component):
         def vector_write(ports, addr, lanes_data, wide, single, name):
             """Write all L lanes (``wide``) or lane 0 only (``single``) at ``addr``."""
             lo, hi = split(addr)
-            lane_data = Array(lanes_data) if L > 1 else None
+            # One entry per bank so every lane index is covered (lanes >= L are never enabled).
+            lane_data = Array(list(lanes_data) + [Const(0, 32)] * (NB - L)) if NB > 1 else None
             for b, p in enumerate(ports):
                 lane = Signal(max(lb, 1), name=f"{name}_lane{b}")
                 m.d.comb += lane.eq(lane_of_bank(b, lo))
                 m.d.comb += [
-                    p.addr.eq(hi + (Const(b, lb + 1) < lo) if lb else hi),
-                    p.data.eq(lane_data[lane] if L > 1 else lanes_data[0]),
+                    p.addr.eq(line_of_bank(b, lo, hi)),
+                    p.data.eq(lane_data[lane] if NB > 1 else lanes_data[0]),
                     p.en.eq((wide & (lane < L)) | (single & (lane == 0))),
                 ]
 
@@ -169,7 +175,8 @@ class PeCore(wiring.Component):
         pos = [Signal(16, name=f"pos{t}") for t in range(T)]
         cnt = [Signal(16, name=f"n{t}") for t in range(T)]
         done = [Signal(16, name=f"done{t}") for t in range(T)]
-        pos_a, cnt_a, done_a = Array(pos), Array(cnt), Array(done)
+        pos_a, cnt_a = Array(pos), Array(cnt)
+        done_a = Array(done + [Const(0, 16)] * (32 - T))    # any 5-bit dep index (checked < T)
 
         fault_valid = Signal()
         fault_code = Signal(4)
@@ -197,11 +204,9 @@ class PeCore(wiring.Component):
         fault_clear = bus.we & (a == STAT + STATUS["FAULT"])
 
         for t in range(T):
-            with m.If(desc_we & (tc == t)):
-                with m.Switch(d_word):
-                    for w in range(DESC_WORDS):
-                        with m.Case(w):
-                            m.d.sync += raw[t][32 * w:32 * w + 32].eq(bus.wdata)
+            for w in range(DESC_WORDS):
+                with m.If(desc_we & (tc == t) & (d_word == w)):
+                    m.d.sync += raw[t][32 * w:32 * w + 32].eq(bus.wdata)
 
         cand_raw = Signal(DESC_BITS)
         m.d.comb += cand_raw.eq(Cat(bus.wdata, raw_a[tc][32:]))
@@ -439,11 +444,10 @@ class PeCore(wiring.Component):
         rd_reg = Signal(32)
         m.d.sync += [rd_sram.eq(is_sram), rd_bank.eq(lo)]
         reg_val = Signal(32)
+        desc_words = Array([raw_a[tc][32 * w:32 * w + 32] for w in range(DESC_WORDS)]
+                           + [Const(0, 32)] * (8 - DESC_WORDS))
         with m.If(is_desc):
-            with m.Switch(d_word):
-                for w in range(DESC_WORDS):
-                    with m.Case(w):
-                        m.d.comb += reg_val.eq(raw_a[tc][32 * w:32 * w + 32])
+            m.d.comb += reg_val.eq(desc_words[d_word])
         with m.Else():
             with m.Switch(a):
                 with m.Case(STAT + STATUS["FAULT"]):
@@ -463,6 +467,8 @@ class PeCore(wiring.Component):
                 for t in range(T):
                     with m.Case(STAT + DONE_OFFSET + t):
                         m.d.comb += reg_val.eq(done[t])
+                with m.Default():
+                    m.d.comb += reg_val.eq(0)
         m.d.sync += rd_reg.eq(reg_val)
         sram_words = Array(p.data for p in rd_c)
         m.d.comb += bus.rdata.eq(Mux(rd_sram, sram_words[rd_bank] if lb else rd_c[0].data, rd_reg))
