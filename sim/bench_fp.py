@@ -20,6 +20,7 @@ import json
 import os
 import random
 import re
+import time
 from pathlib import Path
 
 import numpy as np
@@ -38,7 +39,8 @@ HARNESS = ROOT / "sim" / "harness" / "fp_stream_harness.v"
 CORE_HARNESS = ROOT / "sim" / "harness" / "fp_core_harness.v"
 
 __all__ = ["UNITS", "special_values", "special_pairs", "random_pairs", "golden", "hex_lines",
-           "run_harness", "HarnessResult"]
+           "HarnessJob", "HarnessResult", "prepare_harness", "run_harness", "run_core_harness",
+           "build_verilator", "FpStreamCycleModel", "replay"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -167,57 +169,86 @@ class HarnessResult(dict):
     sent``) plus ``mismatches`` (the harness's first ten ``MISMATCH`` lines)."""
 
 
-def run_harness(unit, a, b, *, expected=None, gap=0, stall=0, seed=1, tag="bulk"):
-    """Stream the pairs ``(a[k], b[k])`` through top ``unit`` under plain Icarus, with ``gap`` /
-    ``stall`` percent random valid gaps / back-pressure; returns a :class:`HarnessResult`.
+class HarnessJob:
+    """One prepared bulk run: Verilog ``sources``, harness ``toplevel``, ``run_dir`` holding
+    ``vectors.hex``, and the simulator ``plusargs`` / ``defines``."""
+
+    def __init__(self, sources, toplevel, run_dir, plusargs, defines):
+        self.sources, self.toplevel, self.run_dir = sources, toplevel, run_dir
+        self.plusargs, self.defines = plusargs, defines
+
+
+def prepare_harness(unit, a, b, *, target="stream", expected=None, gap=0, stall=0, seed=1, tag="bulk"):
+    """Write the Verilog and the vector file for a bulk run and return its :class:`HarnessJob`.
+
+    ``target="stream"``: the stream top ``unit`` in ``fp_stream_harness.v`` with ``gap`` /
+    ``stall`` percent random valid gaps / back-pressure; ``target="core"``: its combinational core
+    (``Fp32AddCore`` / ``Bf16MulCore``) in ``fp_core_harness.v``, one vector per time unit.
     ``expected`` defaults to the golden model's results."""
+    from hdl.bf16_mul import Bf16MulCore
     from hdl.config import Config
+    from hdl.fp32_add import Fp32AddCore
     from hdl.tops import build_top
 
     if unit not in UNITS:
         raise KeyError(f"unknown fp unit {unit!r}; known: {', '.join(UNITS)}")
+    if target not in ("stream", "core"):
+        raise ValueError(f"target must be 'stream' or 'core', got {target!r}")
+    if not (0 <= gap < 100 and 0 <= stall < 100):
+        raise ValueError(f"gap and stall are percentages in [0, 100), got {gap} and {stall}")
     width, _ = UNITS[unit]
     if len(a) != len(b) or len(a) == 0:
         raise ValueError(f"need equally long, non-empty operand arrays, got {len(a)} and {len(b)}")
     expected = golden(unit, a, b) if expected is None else np.asarray(expected, dtype=np.uint32)
+    if len(expected) != len(a):
+        raise ValueError(f"{len(expected)} expected results for {len(a)} pairs")
     work = BUILD / f"harness-{unit}"
-    verilog = write_verilog(build_top(unit, Config()), unit, work / "rtl")
-    run_dir = work / f"{tag}-{os.getpid()}"
+    if target == "stream":
+        verilog = write_verilog(build_top(unit, Config()), unit, work / "rtl")
+        harness, toplevel, dut = HARNESS, "fp_stream_harness", unit
+        plusargs = [f"+gap={gap}", f"+stall={stall}", f"+seed={seed}"]
+    else:
+        core = Fp32AddCore() if unit == "fp32_add" else Bf16MulCore()
+        verilog = write_verilog(core, f"{unit}_core", work / "rtl")
+        harness, toplevel, dut = CORE_HARNESS, "fp_core_harness", f"{unit}_core"
+        plusargs = []
+    run_dir = work / f"{target}-{tag}-{os.getpid()}"
     run_dir.mkdir(parents=True, exist_ok=True)
     digits = width // 4
     (run_dir / "vectors.hex").write_bytes(hex_lines((a, digits), (b, digits), (expected, 8)))
-    out = run_vvp([verilog, HARNESS], "fp_stream_harness", run_dir,
-                  plusargs=["+vectors=vectors.hex", f"+gap={gap}", f"+stall={stall}", f"+seed={seed}"],
-                  defines={"DUT": unit, "WA": width, "WB": width, "NVEC": len(a)})
-    (run_dir / "vectors.hex").unlink()
+    return HarnessJob([verilog, harness], toplevel, run_dir, ["+vectors=vectors.hex", *plusargs],
+                      {"DUT": dut, "WA": width, "WB": width, "NVEC": len(a)})
+
+
+def run_harness(unit, a, b, *, target="stream", expected=None, gap=0, stall=0, seed=1, tag="bulk"):
+    """Run the pairs ``(a[k], b[k])`` through ``unit`` under plain Icarus (``run_vvp``), see
+    :func:`prepare_harness`; returns the parsed :class:`HarnessResult`."""
+    job = prepare_harness(unit, a, b, target=target, expected=expected, gap=gap, stall=stall,
+                          seed=seed, tag=tag)
+    out = run_vvp(job.sources, job.toplevel, job.run_dir, plusargs=job.plusargs, defines=job.defines)
+    (job.run_dir / "vectors.hex").unlink()
     return _parse(out)
 
 
 def run_core_harness(unit, a, b, *, expected=None, tag="core"):
-    """Apply the pairs ``(a[k], b[k])`` to the combinational core of ``unit`` (``Fp32AddCore`` /
-    ``Bf16MulCore``, the RTL inside the stream top) under plain Icarus, one vector per time
-    unit, and compare with ``expected`` (default: the golden model). Returns a
-    :class:`HarnessResult` with ``n``, ``errors`` and ``mismatches``."""
-    import os
+    """:func:`run_harness` on the combinational core of ``unit`` (``target="core"``)."""
+    return run_harness(unit, a, b, target="core", expected=expected, tag=tag)
 
-    from hdl.bf16_mul import Bf16MulCore
-    from hdl.fp32_add import Fp32AddCore
 
-    width, _ = UNITS[unit]
-    if len(a) != len(b) or len(a) == 0:
-        raise ValueError(f"need equally long, non-empty operand arrays, got {len(a)} and {len(b)}")
-    expected = golden(unit, a, b) if expected is None else np.asarray(expected, dtype=np.uint32)
-    core = Fp32AddCore() if unit == "fp32_add" else Bf16MulCore()
-    work = BUILD / f"harness-{unit}"
-    verilog = write_verilog(core, f"{unit}_core", work / "rtl")
-    run_dir = work / f"{tag}-{os.getpid()}"
-    run_dir.mkdir(parents=True, exist_ok=True)
-    digits = width // 4
-    (run_dir / "vectors.hex").write_bytes(hex_lines((a, digits), (b, digits), (expected, 8)))
-    out = run_vvp([verilog, CORE_HARNESS], "fp_core_harness", run_dir, plusargs=["+vectors=vectors.hex"],
-                  defines={"DUT": f"{unit}_core", "WA": width, "WB": width, "NVEC": len(a)})
-    (run_dir / "vectors.hex").unlink()
-    return _parse(out)
+def build_verilator(job):
+    """Compile ``job`` with ``verilator --binary`` (Verilator 5; the same plain-Verilog harness)
+    into ``job.run_dir / "obj_dir"`` and return the executable's path."""
+    import shutil
+    import subprocess
+
+    if shutil.which("verilator") is None:
+        raise RuntimeError("verilator is not on PATH (Debian: apt-get install verilator)")
+    obj = job.run_dir / "obj_dir"
+    cmd = ["verilator", "--binary", "-Wno-fatal", "-Wno-lint", "-Wno-style", "--top-module",
+           job.toplevel, "-Mdir", str(obj), *(f"-D{k}={v}" for k, v in job.defines.items()),
+           *(str(s) for s in job.sources)]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return obj / f"V{job.toplevel}"
 
 
 def _parse(out):
@@ -353,7 +384,11 @@ async def stream_traffic(dut):
     """Special pairs (or random pairs) with random valid gaps and random back-pressure:
     bit-exact in order, nothing extra, handshake protocol, every transfer cycle as modelled."""
     p = params()
-    await _run(dut, p, p.get("gap_prob", 0.3), p.get("stall_prob", 0.3), cocotb.RANDOM_SEED)
+    start = time.perf_counter()
+    drv, mon = await _run(dut, p, p.get("gap_prob", 0.3), p.get("stall_prob", 0.3), cocotb.RANDOM_SEED)
+    Path("stats.json").write_text(json.dumps({
+        "results": len(mon.words), "cycles": mon.cycles[-1] - drv.accepted[0] + 1,
+        "seconds": time.perf_counter() - start}))
 
 
 @cocotb.test()

@@ -32,7 +32,7 @@ module fp_stream_harness;
     .o__valid(o_valid), .o__ready(o_ready), .o__payload(o_payload)
   );
 
-  integer gap, stall, seed;
+  integer gap, stall, seed, roll_gap, roll_stall;
   integer sent = 0, recv = 0, errors = 0, extra = 0, cycle = 0, tail = 0;
   integer first_in = -1, first_out = -1;
   reg [1023:0] path;
@@ -63,8 +63,10 @@ module fp_stream_harness;
       if (first_in < 0) first_in = cycle;
       sent = sent + 1;
     end
+    roll_gap = $unsigned($random(seed)) % 100;
+    roll_stall = $unsigned($random(seed)) % 100;
     if (!(i_valid && !i_ready)) begin
-      if (sent < N && ($unsigned($random(seed)) % 100) >= gap) begin
+      if (sent < N && roll_gap >= gap) begin
         i_valid <= 1'b1;
         i_payload <= {vec[sent][32 +: WB], vec[sent][32 + WB +: WA]};
       end else begin
@@ -89,7 +91,7 @@ module fp_stream_harness;
         recv = recv + 1;
       end
     end
-    o_ready <= ($unsigned($random(seed)) % 100) >= stall;
+    o_ready <= roll_stall >= stall;
     cycle = cycle + 1;
     if (recv >= N) tail = tail + 1;
     if (tail == 16 || cycle > 64 + N * 200) begin

@@ -1,0 +1,92 @@
+"""Simulation speed of the fp units (fp32_add, bf16_mul): vectors per second, bit-exact checked.
+
+Paths: cocotb + Icarus (the stream top, Python on every clock edge), Icarus alone (the plain
+Verilog harnesses: stream top at full rate, and the combinational core), and ``verilator
+--binary`` on the same harnesses when Verilator is installed. Every run checks every result
+against the golden model; a mismatch fails the benchmark. Times exclude compilation (reported
+separately) and Python vector generation.
+"""
+
+import json
+import shutil
+import subprocess
+import time
+
+from hdl.bf16_mul import Bf16Mul
+from hdl.config import Config
+from hdl.fp32_add import Fp32Add
+from hdl.tops import build_top
+from sim.bench_fp import UNITS, _parse, build_verilator, prepare_harness, random_pairs
+from sim.runner import run_bench, run_vvp
+
+TOPS = {"fp32_add": Fp32Add, "bf16_mul": Bf16Mul}
+COCOTB_VECTORS = 5_000
+ICARUS_VECTORS = 100_000
+VERILATOR_VECTORS = 1_000_000
+
+
+def _checked(result, n, what):
+    if result["errors"] or result["n"] != n:
+        raise AssertionError(f"{what}: {result['errors']} mismatches, {result['n']} of {n} checked: "
+                             f"{result['mismatches'][:3]}")
+
+
+def _icarus(job, n, what):
+    start = time.perf_counter()
+    run_vvp(job.sources, job.toplevel, job.run_dir, plusargs=job.plusargs, defines=job.defines)
+    compile_and_run = time.perf_counter() - start
+    start = time.perf_counter()     # compiled now: time the simulation alone
+    out = run_vvp(job.sources, job.toplevel, job.run_dir, plusargs=job.plusargs, defines=job.defines)
+    seconds = time.perf_counter() - start
+    _checked(_parse(out), n, what)
+    return max(compile_and_run - seconds, 0.0), seconds
+
+
+def _verilator(job, n, what):
+    start = time.perf_counter()
+    exe = build_verilator(job)
+    compile_s = time.perf_counter() - start
+    start = time.perf_counter()
+    out = subprocess.run([str(exe), *job.plusargs], cwd=job.run_dir, check=True, capture_output=True,
+                         text=True).stdout
+    seconds = time.perf_counter() - start
+    _checked(_parse(out), n, what)
+    return compile_s, seconds
+
+
+def run():
+    rows, records = [], []
+
+    def add(unit, sim, target, n, compile_s, seconds):
+        rate = n / seconds
+        rows.append([unit, sim, target, n, round(compile_s, 2), round(seconds, 3), round(rate)])
+        records.append({"unit": unit, "simulator": sim, "target": target, "vectors": n,
+                        "compile_seconds": compile_s, "seconds": seconds, "vectors_per_second": rate})
+
+    for unit in UNITS:
+        test_dir = run_bench(build_top(unit, Config()), unit, "sim.bench_fp", testcase="stream_traffic",
+                             run_name=f"bench-{unit}",
+                             params={"unit": unit, "vectors": "random", "n": COCOTB_VECTORS,
+                                     "gap_prob": 0.0, "stall_prob": 0.0, "latency": TOPS[unit].LATENCY})
+        stats = json.loads((test_dir / "stats.json").read_text())
+        add(unit, "cocotb + Icarus", "stream top", stats["results"], 0.0, stats["seconds"])
+
+        a, b = random_pairs(unit, ICARUS_VECTORS, seed=1)
+        for target in ("stream", "core"):
+            job = prepare_harness(unit, a, b, target=target, tag="bench-icarus")
+            compile_s, seconds = _icarus(job, ICARUS_VECTORS, f"{unit} {target} under Icarus")
+            add(unit, "Icarus", f"{target} harness", ICARUS_VECTORS, compile_s, seconds)
+
+        if shutil.which("verilator"):
+            a, b = random_pairs(unit, VERILATOR_VECTORS, seed=2)
+            for target in ("stream", "core"):
+                job = prepare_harness(unit, a, b, target=target, tag="bench-verilator")
+                compile_s, seconds = _verilator(job, VERILATOR_VECTORS, f"{unit} {target} under Verilator")
+                add(unit, "verilator --binary", f"{target} harness", VERILATOR_VECTORS, compile_s, seconds)
+
+    return {"tables": [{"title": "fp units: bit-exact checked vectors per second (full rate, random pairs)",
+                        "columns": ["unit", "simulator", "target", "vectors", "compile s", "run s",
+                                    "vectors/s"],
+                        "rows": rows}],
+            "results": records,
+            "verilator": shutil.which("verilator") is not None}
