@@ -13,13 +13,15 @@ wavelet was offered) and ``fault`` (the port). The pytest side compares all of i
 
 import json
 import random
+import time
 from pathlib import Path
 
 import cocotb
+from cocotb.utils import get_sim_time
 from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
 
 from sim import params
-from sim.clocking import reset
+from sim.clocking import PERIOD_NS, reset
 from sim.stream import StreamDriver, StreamMonitor, bernoulli
 
 WAVELET_DATA_BITS = 32
@@ -59,6 +61,7 @@ async def run_program(dut):
     """Run every step of the program: configuration writes, wavelets, drain, read-back."""
     p = params()
     rng = random.Random(cocotb.RANDOM_SEED)
+    wall0 = time.perf_counter()
     dut.cfg__we.value = 0
     dut.cfg__addr.value = 0
     dut.cfg__wdata.value = 0
@@ -91,6 +94,7 @@ async def run_program(dut):
     Path("result.json").write_text(json.dumps({
         "tx": mon.words, "tx_cycles": mon.cycles, "rx_cycles": drv.accepted,
         "reads": reads, "faults": faults, "rx_ready_low": ready_low,
+        "sim_cycles": get_sim_time("ns") // PERIOD_NS, "sim_seconds": time.perf_counter() - wall0,
     }))
 
 

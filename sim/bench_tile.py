@@ -14,14 +14,16 @@ cycles per prefix) and ``reads``.
 
 import json
 import random
+import time
 from pathlib import Path
 
 import cocotb
+from cocotb.utils import get_sim_time
 from cocotb.triggers import ClockCycles, RisingEdge
 
 from sim import params
 from sim.bench_pe import cfg_read_all, cfg_write
-from sim.clocking import reset
+from sim.clocking import PERIOD_NS, reset
 from sim.stream import StreamDriver, StreamMonitor, bernoulli
 
 
@@ -29,6 +31,7 @@ from sim.stream import StreamDriver, StreamMonitor, bernoulli
 async def run_kernel(dut):
     p = params()
     rng = random.Random(cocotb.RANDOM_SEED)
+    wall0 = time.perf_counter()
     dut.cfg__we.value = 0
     dut.cfg__addr.value = 0
     dut.cfg__wdata.value = 0
@@ -57,7 +60,8 @@ async def run_kernel(dut):
         "outputs": {n: mon.words for n, mon in monitors.items()},
         "out_cycles": {n: mon.cycles for n, mon in monitors.items()},
         "in_cycles": {n: drv.accepted for n, drv in drivers.items()},
-        "reads": reads,
+        "reads": reads, "sim_cycles": get_sim_time("ns") // PERIOD_NS,
+        "sim_seconds": time.perf_counter() - wall0,
     }))
 
 

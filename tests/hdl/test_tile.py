@@ -56,8 +56,11 @@ def test_row_of_tiles(gap, stall):
 
 
 def test_column_of_tiles():
-    """3 x 1 column: weights multicast down the column, one batch slice per PE."""
-    run_mesh(3, 1, 8, 9, seed=3, gap=0.3, stall=0.4)
+    """3 x 1 column: weights multicast down the column, one batch slice per PE. Weights offered
+    every cycle are taken every cycle (line rate) although the results' edge back-pressures."""
+    result, _ = run_mesh(3, 1, 8, 9, seed=3, gap=0.0, stall=0.4)
+    cycles = result["in_cycles"]["n_in__0"]
+    assert cycles == list(range(cycles[0], cycles[0] + len(cycles))), "weights were stalled"
 
 
 @pytest.mark.filterwarnings("ignore:.*created but never used")   # the constructor raised

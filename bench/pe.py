@@ -1,0 +1,87 @@
+"""PE benchmarks: FMAC lane utilization of the forward micro-kernel (DESIGN.md 6) on rows and
+columns of PE tiles, the PE core at line rate, and simulation speed (cocotb + Icarus)."""
+
+import json
+import time
+
+import numpy as np
+
+from hdl.config import preset
+from hdl.mesh import Mesh
+from hdl.pe_core import STATUS, PeCore
+from hdl.pe_descriptor import Op
+from sim.bench_pe import Program, desc_writes, sram_writes
+from sim.bench_tile import forward_kernel_setup
+from sim.runner import run_bench
+
+# 4 lanes in 4 banks, small SRAM so the kernels' meshes simulate quickly.
+CFG = preset("tiny", lanes=4, sram_banks=4)
+
+
+def _kernel(rows, cols, m, k, stall):
+    cfg = CFG.replace(mesh_rows=rows, mesh_cols=cols)
+    params, expect = forward_kernel_setup(cfg, rows=rows, cols=cols, m=m, k=k, seed=7)
+    params.update(gap_prob=0.0, stall_prob=stall)
+    test_dir = run_bench(Mesh(cfg, core=lambda r, q: PeCore(cfg)), f"pe_mesh_{rows}x{cols}",
+                         "sim.bench_tile", params=params, run_name=f"bench-{rows}x{cols}-{stall}")
+    res = json.loads((test_dir / "result.json").read_text())
+    for name, words in expect["outputs"].items():
+        assert res["outputs"][name] == words, f"{name}: results differ from the kernels"
+    assert res["reads"] == expect["read_values"], "kept results or counters differ"
+    L, pes = cfg.lanes, rows * cols
+    fmac_addrs = [a for a, v in zip(params["reads"], expect["read_values"])
+                  if (a & 0x3FF) == 0x200 + cfg.sram_words + 8 * cfg.num_tasks + STATUS["FMAC_CYCLES"]]
+    fmac = sum(res["reads"][params["reads"].index(a)] for a in fmac_addrs)
+    first_in = min(c[0] for c in res["in_cycles"].values())
+    last_in = max(c[-1] for c in res["in_cycles"].values())
+    last_out = max(c[-1] for c in res["out_cycles"].values())
+    window = last_out - first_in + 1
+    stream = last_in - first_in + 1
+    return [f"{rows}x{cols}", m, k, stall, fmac * L, window, round(fmac * L / (pes * L * window), 4),
+            round(fmac * L / (pes * L * stream), 4),
+            round(res["sim_cycles"] / res["sim_seconds"])]
+
+
+def _core_line_rate(K, R):
+    cfg = preset("default")
+    L = cfg.lanes
+    rng = np.random.default_rng(8)
+    prog = Program(cfg)
+    x = rng.integers(0, 1 << 32, K * L, dtype=np.uint64).astype(np.uint32) & 0x3FFF0000
+    prog.step(writes=sram_writes(0, x) + desc_writes(cfg, 0, op=Op.FMAC, enable=1, color=1,
+                                                    a_base=0, a_stride=L, count=K, reps=R,
+                                                    dst_base=1024))
+    stat = cfg.sram_words + 8 * cfg.num_tasks
+    w = rng.integers(0, 1 << 32, K * R, dtype=np.uint64).astype(np.uint32) & 0x3FFF0000
+    prog.step(wavelets=[(1, v) for v in w], reads=[stat + STATUS["FMAC_CYCLES"]])
+    test_dir = run_bench(PeCore(cfg), "pe_core", "sim.bench_pe", params=prog.params(),
+                         run_name=f"bench-line-rate-{K}x{R}")
+    res = json.loads((test_dir / "result.json").read_text())
+    prog.check(res)
+    rx = res["rx_cycles"]
+    span = rx[-1] - rx[0] + 1
+    fmac = res["reads"][1][0]
+    return [f"pe_core L={L}", K * R, span, fmac, round(fmac / span, 4),
+            round(res["sim_cycles"] / res["sim_seconds"])]
+
+
+def run():
+    start = time.perf_counter()
+    kernel_rows = [_kernel(1, 4, 16, 32, 0.0), _kernel(4, 1, 16, 8, 0.0), _kernel(2, 2, 16, 16, 0.0),
+                   _kernel(1, 4, 16, 32, 0.5)]
+    core_rows = [_core_line_rate(64, 32)]
+    return {
+        "tables": [
+            {"title": f"forward micro-kernel on PE tiles (lanes={CFG.lanes}, weights at 1/cycle "
+                      "per column, results leave one edge)",
+             "columns": ["mesh", "M", "K", "out stall p", "FMAC lane-cycles", "cycles",
+                         "utilization", "utilization while weights stream", "sim cycles/s"],
+             "rows": kernel_rows},
+            {"title": "PE core FMAC at line rate (weights 1/cycle)",
+             "columns": ["top", "weights", "cycles", "FMAC cycles (all lanes)", "lane utilization",
+                         "sim cycles/s"],
+             "rows": core_rows},
+        ],
+        "kernel_rows": kernel_rows, "core_rows": core_rows,
+        "seconds": round(time.perf_counter() - start, 1),
+    }
