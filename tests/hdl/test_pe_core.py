@@ -221,3 +221,36 @@ def test_faults():
 def test_lanes_must_fit_banks():
     with pytest.raises(ConfigError, match="lanes <= sram_banks"):
         PeCore(TINY.replace(lanes=4))
+
+
+@pytest.mark.parametrize("lanes,banks", [(1, 1), (3, 4)])
+def test_mixed_program(lanes, banks):
+    """Weights and psums interleaved at random on one rx stream: FMAC rows and received vectors
+    meet in the ADD join in either order, while a DOT shares the vector unit; odd lane counts and
+    a single bank."""
+    cfg = preset("tiny", lanes=lanes, sram_banks=banks)
+    L = lanes
+    rng = np.random.default_rng(20 + lanes)
+    K, R = 5, 4
+    prog = Program(cfg)
+    prog.step(writes=sram_writes(0, bf16_words(rng, 64))
+              + desc_writes(cfg, 0, op=Op.FMAC, enable=1, color=1, a_base=3, a_stride=L + 1,
+                            count=K, reps=R, dst_base=100)
+              + desc_writes(cfg, 1, op=Op.STORE, enable=1, color=2, reps=R, lo=0, hi=R,
+                            dst_base=140)
+              + desc_writes(cfg, 2, op=Op.VEC, vmode=VecMode.ADD, enable=1, relu=1, round=1,
+                            send=1, store=1, color=3, dep_a_en=1, dep_a=0, dep_b_en=1, dep_b=1,
+                            a_base=100, a_stride=L, b_base=140, b_stride=L, count=1, reps=R,
+                            lo=1, hi=R, dst_base=180)
+              + desc_writes(cfg, 3, op=Op.VEC, vmode=VecMode.DOT, enable=1, send=1, color=0,
+                            dep_b_en=1, dep_b=1, a_base=1, a_stride=L, b_base=140, b_stride=L,
+                            count=3, reps=R))
+    weights = [(1, w) for w in bf16_words(rng, K * R)]
+    psums = [(2, w) for w in fp32_words(rng, R * L)]
+    mixed = []
+    while weights or psums:
+        src = weights if weights and (not psums or rng.random() < 0.6) else psums
+        mixed.append(src.pop(0))
+    prog.step(wavelets=mixed, reads=list(range(100, 210)) + status_reads(cfg))
+    assert len(prog.model.out) == R * L + 3 * R
+    run(cfg, prog, gap_prob=0.3, stall_prob=0.5)
