@@ -48,7 +48,7 @@ registered)
 ``0x000 + color * 8 + port``  route mask (5 bits, bit = :class:`Port`) of wavelets of ``color``
     arriving on input ``port``; R/W. Reset value 0 (no route).
 ``0x100``  error status, read: ``[0]`` flag, ``[3:1]`` code, ``[6:4]`` port, ``[12:8]`` color;
-    any write clears it.
+    any write clears it (all fields read 0 until the next error).
 ``0x101``  parameters, read only: ``[7:0]`` num_colors, ``[15:8]`` vc_depth.
 ``0x108 + port``  read only: bit ``c`` set when the virtual channel (input ``port``, color ``c``)
     holds a wavelet.
@@ -73,7 +73,7 @@ color)
 
 import enum
 
-from amaranth import Array, Cat, Const, Module, Mux, Signal
+from amaranth import Array, Cat, Const, Module, Mux, Shape, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -192,10 +192,14 @@ class Router(wiring.Component):
         m.d.comb += sent_any.eq(_or_all(sent_v))
 
         # ---- virtual channels: shift-register FIFOs, head in slot 0 ------------------------
-        slot = [[[Signal(DATA_CTRL, name=f"vc_{names[i]}_c{c}_s{k}") for k in range(D)]
-                 for c in range(C)] for i in ports]
-        count = [[Signal(range(D + 1), name=f"vc_{names[i]}_c{c}_n") for c in range(C)]
-                 for i in ports]
+        # Storage of one input's channels is one wide register (and its counts another): fewer,
+        # wider registers simulate much faster than one register per slot.
+        cw = Shape.cast(range(D + 1)).width
+        slot_reg = [Signal(C * D * DATA_CTRL, name=f"vc_{names[i]}_slots") for i in ports]
+        count_reg = [Signal(C * cw, name=f"vc_{names[i]}_counts") for i in ports]
+        slot = [[[slot_reg[i][(c * D + k) * DATA_CTRL:(c * D + k + 1) * DATA_CTRL]
+                  for k in range(D)] for c in range(C)] for i in ports]
+        count = [[count_reg[i][c * cw:(c + 1) * cw] for c in range(C)] for i in ports]
         nonempty = vec("nonempty")
         full = vec("full")
         m.d.comb += [
@@ -210,8 +214,9 @@ class Router(wiring.Component):
             out = self.port_out(o)
             e = vec(f"elig_{names[o]}", C)
             if o in self._links:
-                credit[o] = [Signal(range(D + 1), init=D, name=f"credit_{names[o]}_c{c}")
-                             for c in range(C)]
+                credit_reg = Signal(C * cw, name=f"credit_{names[o]}",
+                                    init=sum(D << (c * cw) for c in range(C)))
+                credit[o] = [credit_reg[c * cw:(c + 1) * cw] for c in range(C)]
                 m.d.comb += e.eq(Cat(credit[o][c] != 0 for c in range(C)))
             else:
                 accept = getattr(self, f"{names[o]}_accept")
@@ -343,7 +348,7 @@ class Router(wiring.Component):
         err_port = Signal(3)
         m.d.comb += self.error.eq(err_flag)
         with m.If(bus.we & is_error):
-            m.d.sync += err_flag.eq(0)
+            m.d.sync += [err_flag.eq(0), err_code.eq(0), err_color.eq(0), err_port.eq(0)]
         with m.If(~err_flag):
             first = True
             for cond, code, color, port in err_events:

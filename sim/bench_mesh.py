@@ -439,3 +439,82 @@ def random_timing(rng, ports, traffic, *, max_gap=0.7, max_stall=0.5):
         g, s = rng.uniform(0, max_gap), rng.uniform(0, max_stall)
         traffic.gap[p] = [rng.random() < g for _ in range(traffic.cycles)]
         traffic.stall[p] = [rng.random() < s for _ in range(traffic.cycles)]
+
+
+class Scenario:
+    """A harness run and its model run built side by side: route writes and traffic phases go
+    to both, :meth:`run` executes the harness and checks every phase against the model
+    (cycle-exact: input accept cycles and output transfers) and the scoreboard."""
+
+    def __init__(self, name, cfg, rows, cols, cycles, *, mesh=True):
+        self.name, self.cfg = name, cfg
+        self.rows, self.cols = rows, cols
+        self.ports = FabricPorts(rows, cols, cfg.num_colors, mesh=mesh)
+        self.program = Program(self.ports)
+        self.traffic = Traffic(self.ports, cycles)
+        self.routes = {(r, q): [[0] * 5 for _ in range(cfg.num_colors)]
+                       for r in range(rows) for q in range(cols)}
+        self.steps = []        # ("routes", {...}) / ("phase", phase, inputs, copies, stuck_ok)
+
+    def set_routes(self, routes):
+        """Write the entries that differ from the current tables (fabric idle)."""
+        changes = []
+        for key, table in routes.items():
+            for c, masks in enumerate(table):
+                for p, mask in enumerate(masks):
+                    if self.routes[key][c][p] != mask:
+                        changes.append((key, c, p, mask))
+                        self.routes[key][c][p] = mask
+                        self.program.write(self.ports.addr(*key, route_addr(c, p)), mask)
+        self.steps.append(("routes", changes))
+
+    def phase(self, inputs, *, copies=None, stuck_ok=False):
+        """Add a traffic phase; ``copies`` (default: every copy the tables lead to) is the
+        number of output transfers that ends it."""
+        if copies is None:
+            copies = sum(len(walk(self.routes, self.rows, self.cols, *src, w[1]))
+                         for src, ws in inputs.items() for w in ws)
+        ph = self.program.phase(copies)
+        for src, ws in inputs.items():
+            self.traffic.add(ph, src, ws)
+        self.steps.append(("phase", ph, {k: list(v) for k, v in inputs.items()}, copies, stuck_ok))
+        return ph
+
+    def run(self, data_dir, *, top=None, check_model=True):
+        from models.fabric import FabricModel
+        top = top or self.name
+        log = run_harness(fabric_verilog(top, self.cfg), top, self.ports, self.program,
+                          self.traffic, data_dir)
+        self.log = log
+        if log.deadlocked:
+            return log
+        model = FabricModel(self.rows, self.cols, self.cfg.num_colors, self.cfg.vc_depth)
+        self.model = model
+        self.model_results = {}
+        for step in self.steps:
+            if step[0] == "routes":
+                for (r, q), c, p, mask in step[1]:
+                    assert model.write_route(r, q, c, p, mask) == 0, "model refused a route"
+                continue
+            _, ph, inputs, copies, stuck_ok = step
+            if not stuck_ok:
+                scoreboard(model.routes, self.rows, self.cols, inputs, log.delivered[ph])
+            if not check_model:
+                continue
+            model.cycle = 0
+            acc, dl = model.run(inputs, gaps=self.traffic.gaps_fn(), ready=self.traffic.ready_fn(),
+                                accept=self.traffic.accept, stuck_ok=stuck_ok,
+                                stall_limit=WATCHDOG)
+            self.model_results[ph] = (acc, dl)
+            limit = log.phase_cycles[ph]
+            dl = [x for x in dl if x[0] < limit]
+            acc = {p: [t for t in ts if t < limit] for p, ts in acc.items()}
+            acc = {p: ts for p, ts in acc.items() if ts}
+            assert dict(log.accepted[ph]) == acc, f"phase {ph}: input accept cycles differ from the model"
+            if log.delivered[ph] != dl:
+                for a, b in zip(log.delivered[ph], dl):
+                    if a != b:
+                        raise AssertionError(f"phase {ph}: first output difference: RTL {a}, model {b}")
+                raise AssertionError(f"phase {ph}: RTL delivered {len(log.delivered[ph])}, "
+                                     f"model {len(dl)}")
+        return log

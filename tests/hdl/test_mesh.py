@@ -1,0 +1,212 @@
+"""Mesh benches in the plain-Verilog harness (sim/bench_mesh.py), every phase checked against
+the cycle-level model (models/fabric.py) and the route-walking scoreboard."""
+
+import random
+
+import pytest
+
+from hdl.config import Config, ConfigError
+from hdl.mesh import Mesh
+from hdl.router import ADDR_ERROR, route_addr
+from hdl.wavelet import Port
+from models.fabric import (BAD_ROUTE, NO_ROUTE, FabricModel, walk, xy_routes,
+                           zero_load_latency)
+from sim.bench_mesh import Scenario, Traffic, random_flows, random_timing, random_traffic
+
+CFG = Config(num_colors=4, vc_depth=2)     # the 4x4 mesh under test: 4 colors, 2-deep VCs
+TOP = "mesh4x4"
+
+
+def _routes(flows, colors=CFG.num_colors, rows=4, cols=4):
+    return xy_routes(rows, cols, colors, flows)
+
+
+def test_random_traffic_two_phases(tmp_path):
+    """>= 100,000 wavelets of random multi-color traffic (unicast and multicast routes, random
+    injection rates, random back-pressure on every edge and RAMP output) in two phases with the
+    routes rewritten in between; nothing lost or duplicated, order per (source, color), every
+    multicast copy delivered, every accept and departure cycle equal to the model's."""
+    rng = random.Random(2024)
+    sc = Scenario(TOP, CFG, 4, 4, 40000)
+    total = 0
+    for phase in range(2):
+        flows, routes = random_flows(rng, 4, 4, CFG.num_colors, max_sources=8, max_dests=3)
+        sc.set_routes(routes)
+        n_src = len({src for _, src, _ in flows})
+        per_source = -(-52000 // n_src)
+        scratch = Traffic(sc.ports, 0)
+        sent = random_traffic(rng, sc.ports, flows, 0, per_source, scratch, sid_base=phase * 64)
+        total += sum(len(ws) for ws in sent.values())
+        sc.phase(sent)
+    random_timing(rng, sc.ports, sc.traffic, max_gap=0.3, max_stall=0.2)
+    log = sc.run(tmp_path)
+    assert not log.deadlocked, "\n".join(log.dump)
+    assert total >= 100_000
+    delivered = sum(len(v) for v in log.delivered.values())
+    assert delivered >= total
+
+
+def test_zero_load_latency_per_hop(tmp_path):
+    """One wavelet at a time from RAMP (0, 0) to every RAMP and to every edge output: latency is
+    the model's, hops + 2, for every hop count 0..6."""
+    sc = Scenario(TOP, CFG, 4, 4, 100)
+    src = (0, 0, Port.RAMP)
+    dests = [(r, q, Port.RAMP) for r in range(4) for q in range(4)] + \
+            [(3, q, Port.S) for q in range(4)] + [(r, 3, Port.E) for r in range(4)]
+    expect = []
+    for i, dst in enumerate(dests):
+        sc.set_routes(_routes([(0, src, [dst])]))
+        ph = sc.phase({src: [(i, 0, 0)]})
+        hops = abs(dst[0]) + abs(dst[1])
+        expect.append((ph, hops))
+    log = sc.run(tmp_path)
+    assert not log.deadlocked, "\n".join(log.dump)
+    seen = set()
+    for ph, hops in expect:
+        (t_in,) = log.accepted[ph][src]
+        ((t_out, _, _),) = log.delivered[ph]
+        assert t_out - t_in == zero_load_latency(hops), f"{hops} hops took {t_out - t_in} cycles"
+        seen.add(hops)
+    assert seen == set(range(7))
+
+
+def test_single_stream_and_broadcasts_sustain_one_per_cycle(tmp_path):
+    """A single stream across the mesh, a row broadcast (one west-edge source to every RAMP of
+    a row and the east edge) and a column multicast (north edge down a column): every receiver
+    gets one wavelet per cycle, at the model's cycles."""
+    sc = Scenario(TOP, CFG, 4, 4, 1000)
+    n = 300
+    cases = [
+        ((0, 0, Port.RAMP), [(3, 3, Port.RAMP)]),
+        ((1, 0, Port.W), [(1, q, Port.RAMP) for q in range(4)] + [(1, 3, Port.E)]),
+        ((0, 2, Port.N), [(r, 2, Port.RAMP) for r in range(4)] + [(3, 2, Port.S)]),
+    ]
+    for color, (src, dsts) in enumerate(cases):
+        sc.set_routes(_routes([(color, src, dsts)]))
+        ph = sc.phase({src: [((color << 24) | i, color, i & 1) for i in range(n)]})
+    log = sc.run(tmp_path)
+    assert not log.deadlocked, "\n".join(log.dump)
+    for ph, (src, dsts) in enumerate(cases):
+        for dst in dsts:
+            ts = [t for t, port, _ in log.delivered[ph] if port == dst]
+            assert len(ts) == n and ts == list(range(ts[0], ts[0] + n)), \
+                f"phase {ph}: {dst} did not receive one wavelet per cycle"
+
+
+def test_color_isolation(tmp_path):
+    """RAMP (3, 3) never accepts color 0, which arrives from RAMP (0, 0) through the same links
+    as color 1; color 1 from three sources (merging on those links) keeps full throughput at
+    (3, 3), cycle for cycle as the model predicts, while color 0 waits in its channels."""
+    sc = Scenario(TOP, CFG, 4, 4, 3000)
+    dst = (3, 3, Port.RAMP)
+    flows = [(0, (0, 0, Port.RAMP), [dst]),
+             (1, (0, 0, Port.N), [dst]), (1, (0, 1, Port.RAMP), [dst]), (1, (3, 0, Port.W), [dst])]
+    sc.set_routes(_routes(flows))
+    sc.traffic.accept[dst] = (1 << CFG.num_colors) - 1 - 1
+    inputs = {(0, 0, Port.RAMP): [(i, 0, 0) for i in range(50)]}
+    for sid, src in enumerate([(0, 0, Port.N), (0, 1, Port.RAMP), (3, 0, Port.W)], start=1):
+        inputs[src] = [((sid << 24) | i, 1, 0) for i in range(400)]
+    ph = sc.phase(inputs, copies=1200, stuck_ok=True)
+    log = sc.run(tmp_path)
+    assert not log.deadlocked, "\n".join(log.dump)
+    got = log.delivered[ph]
+    assert all(w[1] == 1 for _, _, w in got) and len(got) == 1200
+    ts = [t for t, _, _ in got]
+    assert ts == list(range(ts[0], ts[0] + 1200)), "color 1 lost throughput at the shared output"
+    # Color 0 fills exactly the channels on its path (7 routers x vc_depth) and then stops.
+    path_len = 7
+    assert len(log.accepted[ph][(0, 0, Port.RAMP)]) == path_len * CFG.vc_depth
+    occupancy = sc.model.occupancy()
+    assert sum(occupancy.values()) == path_len * CFG.vc_depth
+    assert all(c == 0 for (_, _, _, c) in occupancy)
+
+
+def test_errors_and_readback(tmp_path):
+    """Route tables read back through the mesh bus; a bad route write and an unrouted color
+    raise the error pin and the tile's status register (color and port), clearing works."""
+    sc = Scenario(TOP, CFG, 4, 4, 200)
+    rng = random.Random(7)
+    addrs = {}
+    for _ in range(40):
+        r, q, c, p = rng.randrange(4), rng.randrange(4), rng.randrange(4), rng.randrange(5)
+        mask = rng.randrange(1, 32)
+        addrs[sc.ports.addr(r, q, route_addr(c, p))] = mask
+    for a, mask in addrs.items():
+        sc.program.write(a, mask)
+    for a in addrs:
+        sc.program.read(a)
+    err = sc.ports.addr(2, 1, ADDR_ERROR)
+    sc.program.read(err)
+    sc.program.write(sc.ports.addr(2, 1, route_addr(3, Port.W)), 0x40)   # bit 6: no such port
+    sc.program.read(err)
+    sc.program.read(sc.ports.addr(2, 1, route_addr(3, Port.W)))
+    sc.program.write(err, 0)
+    sc.program.read(err)
+    log = sc.run(tmp_path, check_model=False)
+    reads = log.reads
+    for (a, data, _), (a2, mask) in zip(reads, addrs.items()):
+        assert a == a2 and data == mask, f"address {a:#x} reads {data:#x}, wrote {mask:#x}"
+    status = reads[len(addrs):]
+    assert status[0][1] == 0 and status[0][2] == 0, "error before any bad write"
+    flag, code, port, color = status[1][1] & 1, (status[1][1] >> 1) & 7, (status[1][1] >> 4) & 7, \
+        status[1][1] >> 8
+    assert (flag, code, port, color) == (1, BAD_ROUTE, Port.W, 3) and status[1][2] == 1
+    assert status[2][1] == addrs.get(sc.ports.addr(2, 1, route_addr(3, Port.W)), 0), \
+        "a refused write changed the table"
+    assert status[3][1] == 0 and status[3][2] == 0, "clear did not clear"
+
+
+def test_unrouted_color_flags_and_holds(tmp_path):
+    """A wavelet entering on a color with no route at (1, 2) raises NO_ROUTE there (the error
+    pin of the mesh too) and stays in its channel: nothing delivered, nothing dropped."""
+    sc = Scenario(TOP, CFG, 4, 4, 200)
+    src, dst = (1, 0, Port.W), (1, 3, Port.E)
+    routes = _routes([(2, src, [dst])])
+    routes[(1, 2)][2][Port.W] = 0             # cut the route in the middle of the row
+    sc.set_routes(routes)
+    sc.phase({src: [(5, 2, 0)]}, copies=0, stuck_ok=True)
+    sc.program.read(sc.ports.addr(1, 2, ADDR_ERROR))
+    sc.program.read(sc.ports.addr(1, 2, 0x108 + Port.W))
+    log = sc.run(tmp_path)
+    assert log.delivered[0] == []
+    (_, status, pin), (_, busy, _) = log.reads
+    assert pin == 1 and status & 1 and (status >> 1) & 7 == NO_ROUTE
+    assert (status >> 4) & 7 == Port.W and status >> 8 == 2
+    assert busy == 1 << 2, "the held wavelet is not in the (W, color 2) channel"
+    assert sc.model.errors[(1, 2)] == (NO_ROUTE, 2, Port.W)
+
+
+def test_deadlock_watchdog_dumps_what_is_stuck(tmp_path):
+    """A phase waiting for copies that can never leave (their output never accepts the color)
+    trips the watchdog; the dump names the stuck channels, which are the model's."""
+    sc = Scenario(TOP, CFG, 4, 4, 200)
+    src, dst = (2, 0, Port.RAMP), (2, 2, Port.RAMP)
+    sc.set_routes(_routes([(3, src, [dst])]))
+    sc.traffic.accept[dst] = 0b0111
+    sc.phase({src: [(i, 3, 0) for i in range(20)]})
+    log = sc.run(tmp_path)
+    assert log.deadlocked
+    model = FabricModel(4, 4, CFG.num_colors, CFG.vc_depth, sc.routes)
+    model.run({src: [(i, 3, 0) for i in range(20)]}, accept=sc.traffic.accept, stuck_ok=True)
+    stuck = {(r, q, p.name.lower()) for (r, q, p, c) in model.occupancy()}
+    dumped = set()
+    for line in log.dump:
+        f = line.split()
+        if f[0] == "router" and f[3] == "vc_busy":
+            dumped.add((int(f[1]), int(f[2]), f[5]))
+            assert f[7] == "1000", line
+    assert dumped == stuck and len(stuck) == 3
+    assert any("sent 6 of 20" in line for line in log.dump), log.dump
+
+
+def test_mesh_config_errors():
+    with pytest.raises(ConfigError, match="tiles"):
+        Mesh(Config(mesh_rows=9, mesh_cols=8))
+    with pytest.raises(ConfigError, match="tile_addr_bits"):
+        Mesh(Config(), tile_addr_bits=8)
+
+
+def test_routes_walk_is_loop_free_and_exact():
+    flows, routes = random_flows(random.Random(3), 4, 4, 4)
+    for c, src, dsts in flows:
+        assert set(dsts) <= set(walk(routes, 4, 4, *src, c))
