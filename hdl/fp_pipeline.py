@@ -12,8 +12,8 @@ __all__ = ["FpStreamUnit"]
 class FpStreamUnit(wiring.Component):
     """``i`` -> :class:`SkidBuffer` -> combinational core -> :class:`SkidBuffer` -> ``o``.
 
-    Subclasses set ``LATENCY`` and implement :meth:`core` (a fresh combinational component with
-    ``a: In``, ``b: In``, ``y: Out(out_width)``), and pass the operand widths.
+    Subclasses pass the operand and result widths and implement :meth:`core`, returning a fresh
+    combinational component with ports ``a: In(width_a)``, ``b: In(width_b)``, ``y: Out(out_width)``.
 
     Ports
     -----

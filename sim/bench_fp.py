@@ -23,12 +23,17 @@ import re
 import time
 from pathlib import Path
 
+import cocotb
 import numpy as np
+from cocotb.triggers import ClockCycles, RisingEdge
 
 from models import numerics as nx
 from models.skid_buffer import SkidBufferModel
 from sim import params
+from sim.clocking import reset
 from sim.runner import BUILD, ROOT, run_vvp, write_verilog
+from sim.scoreboard import InOrderScoreboard
+from sim.stream import StreamDriver, StreamMonitor
 
 UNITS = {
     # unit: (operand width, golden function on bit patterns)
@@ -99,7 +104,7 @@ def special_pairs(unit):
         near = [((finite ^ 0x80000000) + d) & 0xFFFFFFFF for d in (-2, -1, 1, 2)]
         keep = [(n & 0x7FFFFFFF) <= 0x7F7FFFFF for n in near]
         a = np.concatenate([a] + [finite[k] for k in keep]).astype(np.uint32)
-        b = np.concatenate([b] + [n[k] for n, k in zip(near, keep)]).astype(np.uint32)
+        b = np.concatenate([b] + [n[k] for n, k in zip(near, keep, strict=True)]).astype(np.uint32)
     return a, b
 
 
@@ -309,15 +314,8 @@ def replay(fn, n, gap_log, stall_log, cycles):
 
 
 # ----------------------------------------------------------------------------------------------
-# cocotb tests (parameters: unit, vectors = "special" | "random", n, gap_prob, stall_prob,
+# cocotb tests (parameters: unit, vectors = "special" | "random", n, kind, gap_prob, stall_prob,
 # latency = the top's documented LATENCY)
-
-import cocotb  # noqa: E402  (the vector helpers above are used without a simulator too)
-from cocotb.triggers import ClockCycles, RisingEdge  # noqa: E402
-
-from sim.clocking import reset  # noqa: E402
-from sim.scoreboard import InOrderScoreboard  # noqa: E402
-from sim.stream import StreamDriver, StreamMonitor  # noqa: E402
 
 
 def _recorded(probability, rng, log):
@@ -356,7 +354,7 @@ async def _run(dut, p, gap_prob, stall_prob, seed):
     unit, a, b = _operands(p, seed)
     width = UNITS[unit][0]
     expected = [int(y) for y in golden(unit, a, b)]
-    words = [int(x) | (int(y) << width) for x, y in zip(a, b)]
+    words = [int(x) | (int(y) << width) for x, y in zip(a, b, strict=True)]
     n = len(words)
     gap_log, stall_log, violations = [], [], []
     await reset(dut)

@@ -7,8 +7,8 @@ import random
 import numpy as np
 import pytest
 
-from hdl.config import Config
 from hdl.bf16_mul import Bf16Mul
+from hdl.config import Config
 from hdl.tops import build_top
 from sim.bench_fp import golden, random_pairs, run_core_harness, run_harness, special_pairs
 from sim.runner import run_bench
@@ -71,7 +71,8 @@ def _clean(result, n, context=""):
 
 def test_directed_ieee_cases():
     """Hand-derived IEEE results: the golden model and the core both produce them."""
-    a, b, y = (np.array(col, dtype=DTYPE if i < 2 else np.uint32) for i, col in enumerate(zip(*DIRECTED)))
+    a, b, y = zip(*DIRECTED, strict=True)
+    a, b, y = np.array(a, DTYPE), np.array(b, DTYPE), np.array(y, np.uint32)
     assert [hex(v) for v in golden(UNIT, a, b)] == [hex(v) for v in y]
     _clean(run_core_harness(UNIT, a, b, expected=y, tag="directed"), len(a))
 

@@ -140,10 +140,12 @@ def test_vectorized_equals_elementwise():
     b = rng.integers(0, 1 << 32, 4000, dtype=np.uint64).astype(np.uint32)
     got = nx.fp32_add_bits(a, b)
     assert got.dtype == np.uint32 and got.shape == a.shape
-    assert [int(g) for g in got[:500]] == [oracle_add(int(x), int(y)) for x, y in zip(a[:500], b[:500])]
+    expected = [oracle_add(int(x), int(y)) for x, y in zip(a[:500], b[:500], strict=True)]
+    assert [int(g) for g in got[:500]] == expected
     a16, b16 = (a >> 16).astype(np.uint16), (b & 0xFFFF).astype(np.uint16)
     got = nx.bf16_mul_bits(a16, b16)
-    assert [int(g) for g in got[:500]] == [oracle_bf16_mul(int(x), int(y)) for x, y in zip(a16[:500], b16[:500])]
+    expected = [oracle_bf16_mul(int(x), int(y)) for x, y in zip(a16[:500], b16[:500], strict=True)]
+    assert [int(g) for g in got[:500]] == expected
 
 
 # ---------------------------------------------------------------------------------------------
