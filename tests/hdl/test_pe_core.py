@@ -20,14 +20,19 @@ DEFAULT = preset("default")    # lanes 4, 2048 words in 8 banks, 8 tasks, 24 col
 
 def bf16_words(rng, n, *, specials=0.05, garbage=True):
     """Random words holding bf16 values in the upper half (normal values of mixed sign and
-    scale, with some zeros, subnormals, infinities and NaNs); random low halves if ``garbage``."""
+    scale, with some zeros, subnormals, infinities and NaNs); with ``garbage``, low halves that
+    the multipliers must ignore and that make the bf16 rounding hit ties."""
     v = (rng.standard_normal(n) * np.exp2(rng.integers(-8, 8, n))).astype(np.float32)
     hi = bf16_bits(v).astype(np.uint32)
     pick = rng.random(n) < specials
     special = rng.choice(np.array([0x0000, 0x8000, 0x7F80, 0xFF80, 0x7FC0, 0x0001, 0x8005],
                                   dtype=np.uint32), n)
     hi = np.where(pick, special, hi)
-    lo = rng.integers(0, 1 << 16, n, dtype=np.uint32) if garbage else 0
+    lo = 0
+    if garbage:   # random low halves, many of them rounding ties or next to one
+        lo = rng.integers(0, 1 << 16, n, dtype=np.uint32)
+        near = rng.choice(np.array([0x8000, 0x8000, 0x7FFF, 0x8001], dtype=np.uint32), n)
+        lo = np.where(rng.random(n) < 0.4, near, lo)
     return (hi << 16) | lo
 
 
@@ -92,7 +97,7 @@ def test_vec(mode, relu, rnd):
     cfg, L = TINY, TINY.lanes
     R, rows = 6, 3
     dot = mode == VecMode.DOT
-    a_words = bf16_words(rng, 32, garbage=dot) if mode != VecMode.ADD else fp32_words(rng, 32)
+    a_words = bf16_words(rng, 32) if mode != VecMode.ADD else fp32_words(rng, 32)
     if mode == VecMode.MASK:   # stored bf16 activations: clean upper halves, some zeros
         a_words = np.where(rng.random(32) < 0.2, 0, a_words & 0xFFFF0000).astype(np.uint32)
     prog = Program(cfg)
@@ -103,7 +108,7 @@ def test_vec(mode, relu, rnd):
                             send=1, store=1, color=3, dep_b_en=1, dep_b=0,
                             a_base=0, a_stride=L if not dot else 5, b_base=64, b_stride=L,
                             count=rows if dot else 1, reps=R, dst_base=128, lo=1, hi=R - 1))
-    b_words = fp32_words(rng, R * L) if mode != VecMode.DOT else bf16_words(rng, R * L)
+    b_words = fp32_words(rng, R * L) if mode == VecMode.ADD else bf16_words(rng, R * L)
     prog.step(wavelets=[(1, w) for w in b_words],
               reads=list(range(64, 64 + R * L)) + list(range(128, 128 + R * rows * L))
               + status_reads(cfg))
