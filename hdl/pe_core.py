@@ -97,10 +97,12 @@ class PeCore(wiring.Component):
 
     def __init__(self, cfg):
         if cfg.lanes > cfg.sram_banks:
+            self._MustUse__silence = True    # never elaborated: no "created but never used" warning
             raise ConfigError(f"PE core needs lanes <= sram_banks (one vector = one word per "
                               f"bank), got lanes={cfg.lanes}, sram_banks={cfg.sram_banks}")
         _, _, span = core_map(cfg)
         if span > 1 << ADDR_BITS:
+            self._MustUse__silence = True
             raise ConfigError(f"PE core address map needs {span} addresses, more than the "
                               f"{ADDR_BITS}-bit configuration bus (reduce sram_words)")
         self._cfg = cfg

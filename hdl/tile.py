@@ -36,6 +36,7 @@ class Tile(wiring.Component):
 
     def __init__(self, cfg):
         if CORE_BASE + core_map(cfg)[2] > 1 << ADDR_BITS:
+            self._MustUse__silence = True    # never elaborated: no "created but never used" warning
             raise ConfigError(f"tile address map needs {CORE_BASE + core_map(cfg)[2]} addresses, "
                               f"more than the {ADDR_BITS}-bit configuration bus")
         self._cfg = cfg

@@ -222,7 +222,6 @@ def test_faults():
     run(cfg, prog)
 
 
-@pytest.mark.filterwarnings("ignore:.*created but never used")   # the constructor raised
 def test_lanes_must_fit_banks():
     with pytest.raises(ConfigError, match="lanes <= sram_banks"):
         PeCore(TINY.replace(lanes=4))
