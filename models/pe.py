@@ -19,8 +19,9 @@ import numpy as np
 
 from models.numerics import bf16_bits, bf16_mul, bits, f32, fp32_add
 
-__all__ = ["PeModel", "DESC_FIELDS", "OP", "VMODE", "FAULT", "STATUS", "decode", "status_base",
-           "desc_addr", "unit_cycles"]
+__all__ = ["PeModel", "DESC_FIELDS", "OP", "VMODE", "FAULT", "STATUS", "decode", "encode",
+           "status_base", "desc_addr", "unit_cycles", "DEP_TO_TX_CYCLES", "forward_kernel",
+           "run_forward_kernel", "COLOR_W", "COLOR_PSUM", "COLOR_RESULT"]
 
 # (name, width), LSB first: must equal hdl.pe_descriptor.Descriptor (checked by the tests).
 DESC_FIELDS = [
@@ -58,6 +59,13 @@ def status_base(sram_words, num_tasks):
 
 def desc_addr(sram_words, t, word=0):
     return sram_words + 8 * t + word
+
+
+# Cycles from the rx transfer of the wavelet that completes a unit (an FMAC row, a STORE vector)
+# to the tx transfer of the first word of an idle VEC that waited only on it, tx always ready:
+# stage 1 writes SRAM and counts the unit (+1), the vector unit sees it and issues its reads (+2),
+# latches them (+3), puts the first word in its tx register (+4), which transfers (+5).
+DEP_TO_TX_CYCLES = 5
 
 
 def unit_cycles(lanes):

@@ -11,6 +11,7 @@ from hdl.config import ConfigError, preset
 from hdl.pe_core import DONE_OFFSET, STATUS, PeCore, core_map
 from hdl.pe_descriptor import Fault, Op, VecMode
 from models.numerics import bf16_bits
+from models.pe import DEP_TO_TX_CYCLES
 from sim.bench_pe import Program, desc_writes, sram_writes
 from sim.runner import run_bench
 
@@ -132,6 +133,26 @@ def test_vec_cycle_cost():
     t0 = result["tx_cycles"][0]
     assert result["tx_cycles"] == [t0 + n * unit + j for n in range(R) for j in range(L)]
     assert prog.model.vec_cycles == R * (L + 2)
+
+
+def test_dependency_to_tx_latency():
+    """A VEC waiting on an FMAC sends row n's first word DEP_TO_TX_CYCLES after the last weight
+    of row n was taken (weights every cycle, rows longer than the VEC's L + 2 cycles)."""
+    rng = np.random.default_rng(7)
+    cfg, L = DEFAULT, DEFAULT.lanes
+    K, R = 8, 5
+    prog = Program(cfg)
+    prog.step(writes=sram_writes(0, bf16_words(rng, K * L))
+              + desc_writes(cfg, 1, op=Op.VEC, vmode=VecMode.PASS, enable=1, send=1, color=9,
+                            dep_a_en=1, dep_a=0, a_base=512, a_stride=L, count=1, reps=R)
+              + desc_writes(cfg, 0, op=Op.FMAC, enable=1, color=2, a_base=0, a_stride=L,
+                            count=K, reps=R, dst_base=512))
+    prog.step(wavelets=[(2, w) for w in bf16_words(rng, K * R)], reads=status_reads(cfg))
+    result = run(cfg, prog)
+    rx, tx = result["rx_cycles"], result["tx_cycles"]
+    assert rx == list(range(rx[0], rx[0] + K * R))
+    assert [tx[n * L] for n in range(R)] == [rx[n * K + K - 1] + DEP_TO_TX_CYCLES for n in range(R)]
+    assert all(tx[n * L + j] == tx[n * L] + j for n in range(R) for j in range(L))
 
 
 def test_chain():
