@@ -173,7 +173,8 @@ def harness_text(top, ports):
         "  reg clk = 0; reg rst = 1;",
         "  reg [15:0] cfg_addr = 0; reg [31:0] cfg_wdata = 0; reg cfg_we = 0;",
         "  wire [31:0] cfg_rdata; wire error;",
-        f"  reg [{n - 1}:0] in_valid = 0; wire [{n - 1}:0] in_ready; reg [{n - 1}:0] took;",
+        f"  reg [{n - 1}:0] in_valid = 0; wire [{n - 1}:0] in_ready;",
+        f"  reg [{n - 1}:0] took, xfer, more, cand;",
         f"  reg [37:0] in_payload [0:{n - 1}];",
         f"  wire [{n - 1}:0] out_valid; reg [{n - 1}:0] out_ready = 0;",
         f"  wire [37:0] out_payload [0:{n - 1}];",
@@ -239,24 +240,25 @@ def harness_text(top, ports):
         "        $fwrite(f, \"R %0d %0d %0d\\n\", op[47:32], cfg_rdata, error); end",
         "      else if (op[51:48] == 3) begin",
         "        phase = op[47:32]; want = op[31:0]; got = 0; quiet = 0; cyc = 0;",
+        f"        for (i = 0; i < {n}; i = i + 1)",
+        "          more[i] = ptr[i] < first[i] + count[i] && words[ptr[i]][45:38] == phase;",
         f"        while ((got < want || quiet < {TAIL}) && quiet < {WATCHDOG}) begin",
-        f"          for (i = 0; i < {n}; i = i + 1) begin",
-        "            if (!in_valid[i] && ptr[i] < first[i] + count[i] && words[ptr[i]][45:38] == phase",
-        f"                && !(cyc < {CYCLES_MAX} && gaps[cyc][i])) begin",
-        "              in_valid[i] = 1; in_payload[i] = words[ptr[i]][37:0]; end",
-        f"            out_ready[i] = !(cyc < {CYCLES_MAX} && stalls[cyc][i]);",
-        "          end",
-        "          #3; ok = 0;",
-        f"          for (i = 0; i < {n}; i = i + 1) begin",
-        "            took[i] = in_valid[i] && in_ready[i];",
+        f"          cand = more & ~in_valid & ~(cyc < {CYCLES_MAX} ? gaps[cyc] : {n}'d0);",
+        f"          if (cand != 0) for (i = 0; i < {n}; i = i + 1) if (cand[i]) begin",
+        "            in_valid[i] = 1; in_payload[i] = words[ptr[i]][37:0]; end",
+        f"          out_ready = cyc < {CYCLES_MAX} ? ~stalls[cyc] : ~{n}'d0;",
+        "          #3;",
+        "          took = in_valid & in_ready; xfer = out_valid & out_ready; ok = (took | xfer) != 0;",
+        f"          if (ok) for (i = 0; i < {n}; i = i + 1) begin",
         "            if (took[i]) begin",
-        "              $fwrite(f, \"I %0d %0d %0d\\n\", phase, cyc, i); ptr[i] = ptr[i] + 1; ok = 1; end",
-        "            if (out_valid[i] && out_ready[i]) begin",
+        "              $fwrite(f, \"I %0d %0d %0d\\n\", phase, cyc, i); ptr[i] = ptr[i] + 1;",
+        "              more[i] = ptr[i] < first[i] + count[i] && words[ptr[i]][45:38] == phase; end",
+        "            if (xfer[i]) begin",
         "              $fwrite(f, \"O %0d %0d %0d %h\\n\", phase, cyc, i, out_payload[i]);",
-        "              got = got + 1; ok = 1; end",
+        "              got = got + 1; end",
         "          end",
         "          tick;",
-        f"          for (i = 0; i < {n}; i = i + 1) if (took[i]) in_valid[i] = 0;",
+        "          in_valid = in_valid & ~took;",
         "          if (ok) quiet = 0; else quiet = quiet + 1;",
         "          cyc = cyc + 1;",
         "        end",
@@ -483,8 +485,11 @@ class Scenario:
     def run(self, data_dir, *, top=None, check_model=True):
         from models.fabric import FabricModel
         top = top or self.name
-        log = run_harness(fabric_verilog(top, self.cfg), top, self.ports, self.program,
-                          self.traffic, data_dir)
+        import time
+        verilog = fabric_verilog(top, self.cfg)
+        start = time.perf_counter()
+        log = run_harness(verilog, top, self.ports, self.program, self.traffic, data_dir)
+        self.harness_seconds = time.perf_counter() - start
         self.log = log
         if log.deadlocked:
             return log
