@@ -8,8 +8,9 @@ import numpy as np
 
 from hdl.config import preset
 from hdl.mesh import Mesh
-from hdl.pe_core import STATUS, PeCore
+from hdl.pe_core import STATUS, PeCore, core_map
 from hdl.pe_descriptor import Op
+from hdl.tile import CORE_BASE, mesh_tile_addr_bits
 from sim.bench_pe import Program, desc_writes, sram_writes
 from sim.bench_tile import forward_kernel_setup
 from sim.runner import run_bench
@@ -22,15 +23,17 @@ def _kernel(rows, cols, m, k, stall):
     cfg = CFG.replace(mesh_rows=rows, mesh_cols=cols)
     params, expect = forward_kernel_setup(cfg, rows=rows, cols=cols, m=m, k=k, seed=7)
     params.update(gap_prob=0.0, stall_prob=stall)
-    test_dir = run_bench(Mesh(cfg, core=lambda r, q: PeCore(cfg)), f"pe_mesh_{rows}x{cols}",
-                         "sim.bench_tile", params=params, run_name=f"bench-{rows}x{cols}-{stall}")
+    bits = mesh_tile_addr_bits(cfg)
+    top = Mesh(cfg, core=lambda r, q: PeCore(cfg), tile_addr_bits=bits)
+    test_dir = run_bench(top, f"pe_mesh_{rows}x{cols}", "sim.bench_tile", params=params,
+                         run_name=f"bench-{rows}x{cols}-{stall}")
     res = json.loads((test_dir / "result.json").read_text())
     for name, words in expect["outputs"].items():
         assert res["outputs"][name] == words, f"{name}: results differ from the kernels"
     assert res["reads"] == expect["read_values"], "kept results or counters differ"
     L, pes = cfg.lanes, rows * cols
     fmac_addrs = [a for a, v in zip(params["reads"], expect["read_values"])
-                  if (a & 0x3FF) == 0x200 + cfg.sram_words + 8 * cfg.num_tasks + STATUS["FMAC_CYCLES"]]
+                  if (a & ((1 << bits) - 1)) == CORE_BASE + core_map(cfg)[1] + STATUS["FMAC_CYCLES"]]
     fmac = sum(res["reads"][params["reads"].index(a)] for a in fmac_addrs)
     first_in = min(c[0] for c in res["in_cycles"].values())
     last_in = max(c[-1] for c in res["in_cycles"].values())

@@ -12,7 +12,8 @@ accept mask is all ones.
 Configuration address map (the same local map as a tile of :class:`~hdl.mesh.Mesh`)
 ---------------------------------------------------------------------------------
 ``0x000 .. 0x1FF``: the router's map. ``0x200 + a``: the core's address ``a`` (SRAM, descriptors,
-status; :mod:`hdl.pe_core`). ``rdata`` is valid one cycle after ``addr``.
+status; :mod:`hdl.pe_core`). ``rdata`` is valid one cycle after ``addr``. A ``Mesh`` of PE cores
+needs ``tile_addr_bits >= mesh_tile_addr_bits(cfg)`` for the same map in every tile.
 """
 
 from amaranth import Module, Mux, Signal
@@ -25,10 +26,17 @@ from .pe_core import PeCore, core_map
 from .router import ROUTER_ADDR_SPAN, Router
 from .wavelet import Wavelet
 
-__all__ = ["Tile", "CORE_BASE"]
+__all__ = ["Tile", "CORE_BASE", "mesh_tile_addr_bits"]
 
 CORE_BASE = ROUTER_ADDR_SPAN
 SIDES = ("n", "e", "s", "w")
+
+
+def mesh_tile_addr_bits(cfg):
+    """The ``tile_addr_bits`` a :class:`~hdl.mesh.Mesh` of PE cores built with ``cfg`` needs so
+    that each tile's window holds the router (``0x000``) and the whole core map (``0x200 + a``);
+    e.g. 10 for the ``tiny`` preset, 12 for ``default``."""
+    return max(10, (CORE_BASE + core_map(cfg)[2] - 1).bit_length())
 
 
 class Tile(wiring.Component):

@@ -31,11 +31,19 @@ TOPS = {
     "fp32_add": lambda cfg: Fp32Add(),
     # bf16 x bf16 -> binary32 multiplier, stream {a: 16, b: 16} -> 32 (DESIGN.md 4, 8).
     "bf16_mul": lambda cfg: Bf16Mul(),
-    # PE core: descriptors, banked SRAM, cfg.lanes FMAC lanes, vector unit (DESIGN.md 5.3; README "PE tile").
-    "pe_core": lambda cfg: PeCore(cfg),
+    # PE core: descriptors, banked SRAM, cfg.lanes FMAC lanes, vector unit (DESIGN.md 5.3; README
+    # "PE tile"); a vector needs one bank per lane, so these tops use at least `lanes` banks.
+    "pe_core": lambda cfg: PeCore(_pe_banks(cfg)),
     # PE tile: router + core on its RAMP port, one config bus (DESIGN.md 5.3; README "PE tile").
-    "tile": lambda cfg: Tile(cfg),
+    "tile": lambda cfg: Tile(_pe_banks(cfg)),
 }
+
+
+def _pe_banks(cfg):
+    """``cfg`` with ``sram_banks`` raised to the power of two >= ``lanes`` when it is smaller."""
+    if cfg.lanes <= cfg.sram_banks:
+        return cfg
+    return cfg.replace(sram_banks=1 << (cfg.lanes - 1).bit_length())
 
 
 def build_top(name, cfg):

@@ -69,7 +69,8 @@ async def run_kernel(dut):
 
 def forward_kernel_setup(cfg, *, rows, cols, m, k, seed, mesh=True):
     """Bench parameters and expectations of the forward micro-kernel (models.pe.forward_kernel)
-    on a ``rows x cols`` ``Mesh`` of PE cores (``mesh=True``, ``cfg.mesh_rows/cols`` must match)
+    on a ``rows x cols`` ``Mesh`` of PE cores (``mesh=True``, ``cfg.mesh_rows/cols`` must match,
+    built with ``tile_addr_bits=mesh_tile_addr_bits(cfg)``)
     or on one ``tile`` (``rows = cols = 1``, ``mesh=False``).
 
     Returns ``(params, expect)``; ``expect`` holds ``outputs`` (words per output prefix, from
@@ -80,7 +81,7 @@ def forward_kernel_setup(cfg, *, rows, cols, m, k, seed, mesh=True):
     from hdl.mesh import tile_address
     from hdl.pe_core import STATUS, core_map
     from hdl.router import route_addr
-    from hdl.tile import CORE_BASE
+    from hdl.tile import CORE_BASE, mesh_tile_addr_bits
     from hdl.wavelet import Port
     from models import pe
     from models.numerics import bf16_bits
@@ -95,8 +96,10 @@ def forward_kernel_setup(cfg, *, rows, cols, m, k, seed, mesh=True):
     a16 = kernels.relu_bf16(kernels.forward(w16, x16, (rows, cols)))
     stat = core_map(cfg)[1]
 
+    bits = mesh_tile_addr_bits(cfg)
+
     def addr(p, q, local):
-        return tile_address(cfg, p, q, local) if mesh else local
+        return tile_address(cfg, p, q, local, bits) if mesh else local
 
     def sfx(index):
         return f"__{index}" if mesh else ""

@@ -10,7 +10,7 @@ import pytest
 from hdl.config import ConfigError, preset
 from hdl.mesh import Mesh
 from hdl.pe_core import PeCore
-from hdl.tile import Tile
+from hdl.tile import Tile, mesh_tile_addr_bits
 from sim.bench_tile import forward_kernel_setup
 from sim.runner import run_bench
 
@@ -32,7 +32,7 @@ def run_mesh(rows, cols, m, k, seed, gap, stall):
     cfg = preset("tiny", mesh_rows=rows, mesh_cols=cols)
     params, expect = forward_kernel_setup(cfg, rows=rows, cols=cols, m=m, k=k, seed=seed)
     params.update(gap_prob=gap, stall_prob=stall)
-    top = Mesh(cfg, core=lambda r, q: PeCore(cfg))
+    top = Mesh(cfg, core=lambda r, q: PeCore(cfg), tile_addr_bits=mesh_tile_addr_bits(cfg))
     test_dir = run_bench(top, f"pe_mesh_{rows}x{cols}", "sim.bench_tile", params=params)
     result = json.loads((test_dir / "result.json").read_text())
     check(result, params, expect)
