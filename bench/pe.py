@@ -19,8 +19,8 @@ from sim.runner import run_bench
 CFG = preset("tiny", lanes=4, sram_banks=4)
 
 
-def _kernel(rows, cols, m, k, stall):
-    cfg = CFG.replace(mesh_rows=rows, mesh_cols=cols)
+def _kernel(rows, cols, m, k, stall, sram_words=256):
+    cfg = CFG.replace(mesh_rows=rows, mesh_cols=cols, sram_words=sram_words)
     params, expect = forward_kernel_setup(cfg, rows=rows, cols=cols, m=m, k=k, seed=7)
     params.update(gap_prob=0.0, stall_prob=stall)
     bits = mesh_tile_addr_bits(cfg)
@@ -40,7 +40,7 @@ def _kernel(rows, cols, m, k, stall):
     last_out = max(c[-1] for c in res["out_cycles"].values())
     window = last_out - first_in + 1
     stream = last_in - first_in + 1
-    return [f"{rows}x{cols}", m, k, stall, fmac * L, window, round(fmac * L / (pes * L * window), 4),
+    return [f"{rows}x{cols}", m, k, max(len(s) for s in expect["plan"]["k_slices"]), stall, fmac * L, window, round(fmac * L / (pes * L * window), 4),
             round(fmac * L / (pes * L * stream), 4),
             round(res["sim_cycles"] / res["sim_seconds"])]
 
@@ -71,13 +71,13 @@ def _core_line_rate(K, R):
 def run():
     start = time.perf_counter()
     kernel_rows = [_kernel(1, 4, 16, 32, 0.0), _kernel(4, 1, 16, 8, 0.0), _kernel(2, 2, 16, 16, 0.0),
-                   _kernel(1, 4, 16, 32, 0.5)]
+                   _kernel(1, 4, 16, 32, 0.5), _kernel(1, 4, 16, 128, 0.0, sram_words=512)]
     core_rows = [_core_line_rate(64, 32)]
     return {
         "tables": [
             {"title": f"forward micro-kernel on PE tiles (lanes={CFG.lanes}, weights at 1/cycle "
                       "per column, results leave one edge)",
-             "columns": ["mesh", "M", "K", "out stall p", "FMAC lane-cycles", "cycles",
+             "columns": ["mesh", "M", "K", "K per PE", "out stall p", "FMAC lane-cycles", "cycles",
                          "utilization", "utilization while weights stream", "sim cycles/s"],
              "rows": kernel_rows},
             {"title": "PE core FMAC at line rate (weights 1/cycle)",
