@@ -279,3 +279,32 @@ def test_mixed_program(lanes, banks):
     prog.step(wavelets=mixed, reads=list(range(100, 210)) + status_reads(cfg))
     assert len(prog.model.out) == R * L + 3 * R
     run(cfg, prog, gap_prob=0.3, stall_prob=0.5)
+
+
+def test_backward_data_kernel():
+    """Backward-data on one PE with the existing ops: dZ stored from the fabric, W streamed
+    transposed into FMAC (dX[k] from +0.0, m ascending), ReLU mask of the stored X and bf16 on
+    the vector unit: equal to models.pipeline.kernels.backward_data."""
+    from models.pipeline import kernels
+    rng = np.random.default_rng(9)
+    cfg, L = TINY, TINY.lanes
+    M, K = 6, 5
+    w16 = bf16_bits(rng.standard_normal((M, K)).astype(np.float32))
+    dz16 = bf16_bits(rng.standard_normal((M, L)).astype(np.float32))
+    x16 = bf16_bits(rng.standard_normal((K, L)).astype(np.float32))
+    x16[rng.random((K, L)) < 0.3] = 0
+    prog = Program(cfg)
+    prog.step(writes=sram_writes(0, x16.astype(np.uint32).ravel() << 16)
+              + desc_writes(cfg, 2, op=Op.VEC, vmode=VecMode.MASK, enable=1, round=1, store=1,
+                            dep_b_en=1, dep_b=1, a_base=0, a_stride=L, b_base=128, b_stride=L,
+                            count=1, reps=K, lo=0, hi=K, dst_base=192)
+              + desc_writes(cfg, 1, op=Op.FMAC, enable=1, color=0, a_base=64, a_stride=L,
+                            count=M, reps=K, dst_base=128)
+              + desc_writes(cfg, 0, op=Op.STORE, enable=1, color=1, reps=M, lo=0, hi=M,
+                            dst_base=64))
+    prog.step(wavelets=[(1, int(v) << 16) for v in dz16.ravel()]
+              + [(0, int(v) << 16) for v in w16.T.ravel()],
+              reads=list(range(192, 192 + K * L)) + status_reads(cfg))
+    want = list((kernels.backward_data(w16, dz16, x16).astype(np.uint32) << 16).ravel())
+    assert prog.expected_reads[1][:K * L] == want
+    run(cfg, prog, gap_prob=0.3)

@@ -173,3 +173,33 @@ def test_descriptor_checks(fields, code):
         mdl.cfg_write(pe.status_base(S, T) + pe.STATUS["FAULT"], 0)
         mdl.wavelet(5, 0)
         assert mdl.fault == (pe.FAULT["UNBOUND"], 5)
+
+
+def backward_data_program(mdl, M, K):
+    """One PE's backward-data: dZ[m, B_p] arrives (color 1) and is stored; W streams transposed
+    (column k of W, m ascending; color 0) so FMAC accumulates dX[k] from +0.0 in ascending m;
+    each finished dX row is masked with the stored activation X[k] and rounded to bf16."""
+    dz, acc, out = 256, 512, 768
+    program(mdl, 2, op=Op.VEC, vmode=VecMode.MASK, enable=1, round=1, store=1, dep_b_en=1,
+            dep_b=1, a_base=0, a_stride=L, b_base=acc, b_stride=L, count=1, reps=K, lo=0, hi=K,
+            dst_base=out)
+    program(mdl, 1, op=Op.FMAC, enable=1, color=0, a_base=dz, a_stride=L, count=M, reps=K,
+            dst_base=acc)
+    program(mdl, 0, op=Op.STORE, enable=1, color=1, reps=M, lo=0, hi=M, dst_base=dz)
+    return out
+
+
+def test_backward_data_with_transposed_weights():
+    rng = np.random.default_rng(6)
+    M, K = 7, 5
+    w16, dz16, x16 = rand_bf16(rng, (M, K)), rand_bf16(rng, (M, L)), rand_bf16(rng, (K, L))
+    x16[rng.random((K, L)) < 0.3] = 0
+    mdl = model()
+    load(mdl, 0, x16.astype(np.uint32) << 16)
+    out = backward_data_program(mdl, M, K)
+    for v in dz16.ravel():
+        mdl.wavelet(1, int(v) << 16)
+    for v in w16.T.ravel():
+        mdl.wavelet(0, int(v) << 16)
+    want = kernels.backward_data(w16, dz16, x16).astype(np.uint32) << 16
+    assert np.array_equal(mdl.mem[out:out + K * L].reshape(K, L), want)
