@@ -37,7 +37,9 @@ Operations (L = lanes; ``n`` = unit index, from 0, of a run of ``reps`` units)
     bf16 RNE, upper half) if set; then ``send`` on ``color`` and/or ``store`` to
     ``mem[dst_base + (n-lo)*U + pos]`` (``U = L``, or ``count`` for DOT) when ``lo <= n < hi``.
     Cost: ``L + 2`` cycles per vector (per word for DOT) plus cycles waiting for ``tx``.
-When the last unit (``reps``) of a descriptor is done it stops; with ``chain`` it starts ``next``.
+When the last unit (``reps``) of a descriptor is done it stops; with ``chain`` it starts ``next``
+(if ``next`` is legal: committed without fault and not rewritten since). Writing any word of a
+descriptor stops it and drops its half-accumulated FMAC row; writing word 0 commits it again.
 ``done[t]`` counts the finished units of the current run of ``t`` (reset when ``t`` starts).
 
 Descriptor checks at commit (first failing one wins; the descriptor is left stopped)
@@ -408,13 +410,18 @@ class PeCore(wiring.Component):
         m.d.sync += rx_count.eq(rx_count + rx_fire)
 
         # ---- descriptor state updates: start, step, stop, chain ------------------------------
+        # A descriptor is *legal* from a clean commit of word 0 until any of its words is written
+        # again; only legal descriptors can be started by a chain.
+        legal = Signal(T)
         w_chain = w_run_end & wd.chain
         v_chain = v_run_end & vd.chain
         for t in range(T):
-            start = ((w_chain & (wd.next == t)) | (v_chain & (vd.next == t))
+            with m.If(desc_we & (tc == t)):
+                m.d.sync += legal[t].eq(commit & (commit_code == 0) & (cand.op != Op.NOP))
+            start = (((w_chain & (wd.next == t)) | (v_chain & (vd.next == t))) & legal[t]
                      | (commit_start & (tc == t)))
             stop = ((w_run_end & (wsel == t)) | (v_run_end & (vsel == t))
-                    | (commit & (tc == t)))
+                    | (desc_we & (tc == t)))
             with m.If(start):
                 m.d.sync += [active[t].eq(1), pos[t].eq(0), cnt[t].eq(0), done[t].eq(0)]
             with m.Else():
@@ -428,8 +435,8 @@ class PeCore(wiring.Component):
                     m.d.sync += cnt[t].eq(cnt[t] + 1)
                 with m.If((s1_inc & (s1_t == t)) | (v_unit & (vsel == t))):
                     m.d.sync += done[t].eq(done[t] + 1)
-            # A descriptor that is (re)started or recommitted drops its half-accumulated row.
-            with m.If((start | (commit & (tc == t))) & acc_busy & (acc_owner == t)):
+            # A descriptor that is (re)started or rewritten drops its half-accumulated row.
+            with m.If((start | (desc_we & (tc == t))) & acc_busy & (acc_owner == t)):
                 m.d.sync += acc_busy.eq(0)
                 m.d.sync += [acc[l].eq(0) for l in range(L)]
 
@@ -453,7 +460,7 @@ class PeCore(wiring.Component):
         with m.Else():
             with m.Switch(a):
                 with m.Case(STAT + STATUS["FAULT"]):
-                    m.d.comb += reg_val.eq(Cat(fault_valid, fault_code, fault_index))
+                    m.d.comb += reg_val.eq(Mux(fault_valid, Cat(fault_valid, fault_code, fault_index), 0))
                 with m.Case(STAT + STATUS["ACTIVE"]):
                     m.d.comb += reg_val.eq(active)
                 with m.Case(STAT + STATUS["FMAC_CYCLES"]):

@@ -83,6 +83,7 @@ class PeModel:
         self.words = [[0] * DESC_WORDS for _ in range(num_tasks)]
         self.desc = [decode(w) for w in self.words]
         self.active = [False] * num_tasks
+        self.legal = [False] * num_tasks     # committed without fault, not rewritten since
         self.pos = [0] * num_tasks
         self.n = [0] * num_tasks
         self.done = [0] * num_tasks
@@ -108,6 +109,8 @@ class PeModel:
             if w < DESC_WORDS:
                 self.words[t][w] = word
                 self.desc[t] = decode(self.words[t])
+                self.active[t] = self.legal[t] = False    # a descriptor being written stops
+                self._release_acc(t)
                 if w == 0:
                     self._commit(t)
         elif addr == base + STATUS["FAULT"]:
@@ -196,10 +199,9 @@ class PeModel:
             self.active[t] = False
             self._raise(problem, t)
             return
-        if self.desc[t]["op"] != OP["NOP"] and self.desc[t]["enable"]:
+        self.legal[t] = self.desc[t]["op"] != OP["NOP"]
+        if self.legal[t] and self.desc[t]["enable"]:
             self._activate(t)
-        else:
-            self.active[t] = False
 
     def _activate(self, t):
         self._release_acc(t)
@@ -209,7 +211,7 @@ class PeModel:
     def _complete(self, t):
         self.active[t] = False
         d = self.desc[t]
-        if d["chain"]:
+        if d["chain"] and self.legal[d["next"]]:
             self._activate(d["next"])
 
     def cycles(self, t):

@@ -240,6 +240,12 @@ def test_faults():
         assert reads[0] == 1 | (int(code) << 1) | (t << 5), f"model fault for {code.name}"
         if len(reads) > 1:
             assert not (reads[1] >> t) & 1, f"{code.name}: the illegal descriptor was started"
+    # A chain into an illegal descriptor does not start it (its commit already faulted).
+    prog.step(writes=clear + desc_writes(cfg, 1, **dict(good, count=0)) + clear
+              + desc_writes(cfg, 3, op=Op.NOP)
+              + desc_writes(cfg, 0, **dict(good, reps=1, chain=1, next=1)),
+              wavelets=[(1, 0x3F800000)] * 4, reads=[fault, active, done_addr(cfg, 0)])
+    assert prog.expected_reads[-1] == [0, 0, 1]
     run(cfg, prog)
 
 
