@@ -16,6 +16,7 @@ and large exponent gaps), :func:`random_pairs` (half uniform bit patterns, half 
 for the adder / result exponents at the subnormal and overflow boundaries for the multiplier).
 """
 
+import fcntl
 import json
 import os
 import random
@@ -178,9 +179,18 @@ class HarnessJob:
     """One prepared bulk run: Verilog ``sources``, harness ``toplevel``, ``run_dir`` holding
     ``vectors.hex``, and the simulator ``plusargs`` / ``defines``."""
 
-    def __init__(self, sources, toplevel, run_dir, plusargs, defines):
+    def __init__(self, sources, toplevel, run_dir, plusargs, defines, lock):
         self.sources, self.toplevel, self.run_dir = sources, toplevel, run_dir
         self.plusargs, self.defines = plusargs, defines
+        self._lock = lock
+
+    def cleanup(self):
+        """Remove the vector file (it can be tens of MB) and release the folder."""
+        (self.run_dir / "vectors.hex").unlink(missing_ok=True)
+        if self._lock is not None:
+            fcntl.flock(self._lock, fcntl.LOCK_UN)
+            self._lock.close()
+            self._lock = None
 
 
 def prepare_harness(unit, a, b, *, target="stream", expected=None, gap=0, stall=0, seed=1, tag="bulk"):
@@ -189,7 +199,8 @@ def prepare_harness(unit, a, b, *, target="stream", expected=None, gap=0, stall=
     ``target="stream"``: the stream top ``unit`` in ``fp_stream_harness.v`` with ``gap`` /
     ``stall`` percent random valid gaps / back-pressure; ``target="core"``: its combinational core
     (``Fp32AddCore`` / ``Bf16MulCore``) in ``fp_core_harness.v``, one vector per time unit.
-    ``expected`` defaults to the golden model's results."""
+    ``expected`` defaults to the golden model's results. The run folder stays locked (other
+    sessions wait) until :meth:`HarnessJob.cleanup`."""
     from hdl.bf16_mul import Bf16MulCore
     from hdl.config import Config
     from hdl.fp32_add import Fp32AddCore
@@ -207,22 +218,26 @@ def prepare_harness(unit, a, b, *, target="stream", expected=None, gap=0, stall=
     expected = golden(unit, a, b) if expected is None else np.asarray(expected, dtype=np.uint32)
     if len(expected) != len(a):
         raise ValueError(f"{len(expected)} expected results for {len(a)} pairs")
-    work = BUILD / f"harness-{unit}"
+    # One folder per tag and pytest-xdist worker, reused across runs (the compiled harness is
+    # cached there), locked from here until cleanup() so that concurrent sessions queue.
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    run_dir = BUILD / f"harness-{unit}" / f"{target}-{tag}-{worker}"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    lock = open(run_dir / ".run.lock", "w")
+    fcntl.flock(lock, fcntl.LOCK_EX)
     if target == "stream":
-        verilog = write_verilog(build_top(unit, Config()), unit, work / "rtl")
+        verilog = write_verilog(build_top(unit, Config()), unit, run_dir)
         harness, toplevel, dut = HARNESS, "fp_stream_harness", unit
         plusargs = [f"+gap={gap}", f"+stall={stall}", f"+seed={seed}"]
     else:
         core = Fp32AddCore() if unit == "fp32_add" else Bf16MulCore()
-        verilog = write_verilog(core, f"{unit}_core", work / "rtl")
+        verilog = write_verilog(core, f"{unit}_core", run_dir)
         harness, toplevel, dut = CORE_HARNESS, "fp_core_harness", f"{unit}_core"
         plusargs = []
-    run_dir = work / f"{target}-{tag}-{os.getpid()}"
-    run_dir.mkdir(parents=True, exist_ok=True)
     digits = width // 4
     (run_dir / "vectors.hex").write_bytes(hex_lines((a, digits), (b, digits), (expected, 8)))
     return HarnessJob([verilog, harness], toplevel, run_dir, ["+vectors=vectors.hex", *plusargs],
-                      {"DUT": dut, "WA": width, "WB": width, "NVEC": len(a)})
+                      {"DUT": dut, "WA": width, "WB": width, "NVEC": len(a)}, lock)
 
 
 def run_harness(unit, a, b, *, target="stream", expected=None, gap=0, stall=0, seed=1, tag="bulk"):
@@ -230,8 +245,10 @@ def run_harness(unit, a, b, *, target="stream", expected=None, gap=0, stall=0, s
     :func:`prepare_harness`; returns the parsed :class:`HarnessResult`."""
     job = prepare_harness(unit, a, b, target=target, expected=expected, gap=gap, stall=stall,
                           seed=seed, tag=tag)
-    out = run_vvp(job.sources, job.toplevel, job.run_dir, plusargs=job.plusargs, defines=job.defines)
-    (job.run_dir / "vectors.hex").unlink()
+    try:
+        out = run_vvp(job.sources, job.toplevel, job.run_dir, plusargs=job.plusargs, defines=job.defines)
+    finally:
+        job.cleanup()
     return _parse(out)
 
 
