@@ -75,6 +75,7 @@ import enum
 
 from amaranth import Array, Cat, Const, Module, Mux, Shape, Signal
 from amaranth.lib import stream, wiring
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .config_bus import ConfigBus
@@ -191,15 +192,19 @@ class Router(wiring.Component):
         sent_any = vec("sent_any")
         m.d.comb += sent_any.eq(_or_all(sent_v))
 
-        # ---- virtual channels: shift-register FIFOs, head in slot 0 ------------------------
-        # Storage of one input's channels is one wide register (and its counts another): fewer,
-        # wider registers simulate much faster than one register per slot.
+        # ---- virtual channels: one memory per input (C * D words, channel c at c * D), with a
+        # read and a write pointer per channel; counts, pointers packed into wide registers.
         cw = Shape.cast(range(D + 1)).width
-        slot_reg = [Signal(C * D * DATA_CTRL, name=f"vc_{names[i]}_slots") for i in ports]
+        pw = max(1, (D - 1).bit_length())
+        mems = [Memory(shape=DATA_CTRL, depth=C * D, init=[]) for _ in ports]
+        for i in ports:
+            m.submodules[f"vc_mem_{names[i]}"] = mems[i]
         count_reg = [Signal(C * cw, name=f"vc_{names[i]}_counts") for i in ports]
-        slot = [[[slot_reg[i][(c * D + k) * DATA_CTRL:(c * D + k + 1) * DATA_CTRL]
-                  for k in range(D)] for c in range(C)] for i in ports]
+        rd_reg = [Signal(C * pw, name=f"vc_{names[i]}_rd") for i in ports]
+        wr_reg = [Signal(C * pw, name=f"vc_{names[i]}_wr") for i in ports]
         count = [[count_reg[i][c * cw:(c + 1) * cw] for c in range(C)] for i in ports]
+        rd_ptr = [[rd_reg[i][c * pw:(c + 1) * pw] for c in range(C)] for i in ports]
+        wr_ptr = [[wr_reg[i][c * pw:(c + 1) * pw] for c in range(C)] for i in ports]
         nonempty = vec("nonempty")
         full = vec("full")
         m.d.comb += [
@@ -256,18 +261,26 @@ class Router(wiring.Component):
         for o in ports:
             m.d.sync += sent_v[o].eq((sent_v[o] | grants[o]) & ~pop)
 
-        # ---- crossbar: one-hot grant -> index -> head word ----------------------------------
-        heads = Array(slot[i][c][0] for i in ports for c in range(C))
+        # ---- crossbar: one-hot grant -> (input, color) -> head word -----------------------
+        rd_flat = Array(rd_ptr[i][c] for i in ports for c in range(C))
         for o in ports:
             grant = grants[o]
             idx = Signal(range(N), name=f"xbar_{names[o]}_idx")
+            isel = Signal(3, name=f"xbar_{names[o]}_input")
             color = Signal(COLOR_BITS, name=f"xbar_{names[o]}_color")
             with m.Switch(grant):
                 for k in range(N):
                     with m.Case(1 << k):
-                        m.d.comb += [idx.eq(k), color.eq(k % C)]
+                        m.d.comb += [idx.eq(k), isel.eq(k // C), color.eq(k % C)]
+            addr = Signal(range(C * D), name=f"xbar_{names[o]}_addr")
+            m.d.comb += addr.eq(color * D + rd_flat[idx])
+            rdata = []
+            for i in ports:
+                rp = mems[i].read_port(domain="comb")
+                m.d.comb += rp.addr.eq(addr)
+                rdata.append(rp.data)
             word = Signal(DATA_CTRL, name=f"xbar_{names[o]}_word")
-            m.d.comb += word.eq(heads[idx])
+            m.d.comb += word.eq(Array(rdata)[isel])
             payload = Signal(Wavelet, name=f"xbar_{names[o]}_payload")
             m.d.comb += [payload.data.eq(word[:32]), payload.ctrl.eq(word[32]),
                          payload.color.eq(color)]
@@ -306,17 +319,17 @@ class Router(wiring.Component):
                                ErrorCode.NO_ROUTE, color_in, i))
             if C < MAX_COLORS:
                 err_events.append((take & ~in_range, ErrorCode.BAD_COLOR, color_in, i))
+            wp = mems[i].write_port()
+            m.d.comb += [wp.en.eq(take & in_range), wp.data.eq(word_in),
+                         wp.addr.eq(color_in * D + wr_reg[i].word_select(color_in, pw))]
             for c in range(C):
                 w = write[c]
                 n = count[i][c]
                 p = pop[i * C + c]
                 with m.If(p):
-                    for k in range(D - 1):
-                        m.d.sync += slot[i][c][k].eq(slot[i][c][k + 1])
+                    m.d.sync += rd_ptr[i][c].eq(rd_ptr[i][c] + 1)
                 with m.If(w):
-                    for k in range(D):
-                        with m.If(n - p == k):
-                            m.d.sync += slot[i][c][k].eq(word_in)
+                    m.d.sync += wr_ptr[i][c].eq(wr_ptr[i][c] + 1)
                 with m.If(w != p):
                     m.d.sync += n.eq(Mux(w, n + 1, n - 1))
 

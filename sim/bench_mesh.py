@@ -284,7 +284,7 @@ def run_harness(top_verilog, top, ports, program, traffic, data_dir, *, timeout=
     """Write the stimulus into ``data_dir``, run the harness on ``top_verilog`` (module ``top``)
     and return the parsed log (:func:`parse_log`)."""
     from sim.runner import run_vvp
-    data_dir = Path(data_dir)
+    data_dir = Path(data_dir).resolve()     # vvp runs in the Verilog's folder
     data_dir.mkdir(parents=True, exist_ok=True)
     P = ports.ports
     n = len(P)
