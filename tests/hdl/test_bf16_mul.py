@@ -131,3 +131,25 @@ def test_cocotb_random_heavy_backpressure(seed):
               seed=seed % (1 << 31),
               params={"unit": UNIT, "vectors": "random", "n": 1500, "gap_prob": 0.5,
                       "stall_prob": 0.8, "latency": TOP.LATENCY})
+
+
+def test_port_contract():
+    """DESIGN.md 8: i carries {a, b} with a in the least significant bits, o is 32 bits wide;
+    the generated module has clk, rst and Amaranth's stream port names."""
+    from amaranth import Shape
+    from amaranth.lib import data
+
+    from sim.runner import verilog_text
+
+    width = np.dtype(DTYPE).itemsize * 8
+    top = build_top(UNIT, Config())
+    layout = data.Layout.cast(top.signature.members["i"].signature.members["payload"].shape)
+    fields = [(name, field.offset, field.width) for name, field in layout]
+    assert fields == [("a", 0, width), ("b", width, width)]
+    assert Shape.cast(top.signature.members["o"].signature.members["payload"].shape).width == 32
+    text = verilog_text(top, UNIT)
+    for port, bits in [("i__payload", 2 * width), ("o__payload", 32), ("i__valid", 1), ("i__ready", 1),
+                       ("o__valid", 1), ("o__ready", 1), ("clk", 1), ("rst", 1)]:
+        decl = f"[{bits - 1}:0] {port};" if bits > 1 else f" {port};"
+        assert any(line.strip().startswith(("input", "output")) and line.endswith(decl)
+                   for line in text.splitlines()), port
