@@ -63,10 +63,12 @@ def bf16_to_fp32(b16):
 
 def bf16_bits(values):
     """bf16 bit patterns (``uint16``) of fp32 ``values``, round to nearest even, NaN -> 0x7FC0."""
-    u = bits(values).astype(np.uint64)
-    rounded = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
-    nan = np.isnan(np.asarray(values, dtype=np.float32))
-    return np.where(nan, CANONICAL_NAN_BF16, rounded).astype(np.uint16)
+    v = np.asarray(values, dtype=np.float32)
+    u = v.view(np.uint32)
+    # uint32 arithmetic: only NaN patterns (|u| > 0x7F800000) can wrap, and they are replaced.
+    with np.errstate(over="ignore"):
+        rounded = ((u + np.uint32(0x7FFF) + ((u >> 16) & np.uint32(1))) >> 16).astype(np.uint16)
+    return np.where(np.isnan(v), CANONICAL_NAN_BF16, rounded).astype(np.uint16)
 
 
 def round_bf16(values):
