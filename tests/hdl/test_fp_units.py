@@ -1,24 +1,55 @@
-"""bf16_mul (Bf16Mul and the Bf16MulCore inside it) bit-exact against models.numerics.bf16_mul,
-plus the stream contract of DESIGN.md 8 (order, back-pressure, latency, throughput)."""
+"""The fp units (``fp32_add``: Fp32Add/Fp32AddCore, ``bf16_mul``: Bf16Mul/Bf16MulCore) bit-exact
+against ``models.numerics``, plus the stream contract of DESIGN.md 8 (order, back-pressure,
+latency, throughput). Every test runs for both units."""
 
 import os
 import random
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
 
 from hdl.bf16_mul import Bf16Mul
 from hdl.config import Config
+from hdl.fp32_add import Fp32Add
 from hdl.tops import build_top
 from sim.bench_fp import golden, random_pairs, run_core_harness, run_harness, special_pairs
 from sim.runner import run_bench
 
-UNIT = "bf16_mul"
-TOP = Bf16Mul
-DTYPE = np.uint16
+# Literal IEEE-754 binary32 facts (not from numpy): (a, b, a + b).
+ADD_DIRECTED = [
+    (0x3F800000, 0xBF800000, 0x00000000),   # x + (-x) = +0 under RNE
+    (0xBF800000, 0x3F800000, 0x00000000),
+    (0x80000000, 0x80000000, 0x80000000),   # -0 + -0 = -0
+    (0x00000000, 0x80000000, 0x00000000),   # +0 + -0 = +0
+    (0x80000000, 0x00000000, 0x00000000),
+    (0x80000001, 0x00000001, 0x00000000),   # subnormal cancellation = +0
+    (0x7F800000, 0xFF800000, 0x7FC00000),   # inf - inf = canonical NaN
+    (0xFF800000, 0xFF800000, 0xFF800000),   # -inf + -inf = -inf
+    (0x7F800000, 0x7F7FFFFF, 0x7F800000),
+    (0x7F800001, 0x3F800000, 0x7FC00000),   # signalling NaN -> canonical NaN
+    (0x3F800000, 0xFFC12345, 0x7FC00000),   # negative quiet NaN with payload -> canonical
+    (0x00000001, 0x00000001, 0x00000002),   # smallest subnormals add exactly
+    (0x007FFFFF, 0x00000001, 0x00800000),   # largest subnormal + ulp = smallest normal
+    (0x00800000, 0x80000001, 0x007FFFFF),   # smallest normal - ulp = largest subnormal
+    (0x7F7FFFFF, 0x7F7FFFFF, 0x7F800000),   # overflow to +inf
+    (0xFF7FFFFF, 0xF3000000, 0xFF800000),   # -max - half an ulp: tie rounds to even = -inf
+    (0x7F7FFFFF, 0x72FFFFFF, 0x7F7FFFFF),   # max + just under half an ulp stays max
+    (0x3F800000, 0x33800000, 0x3F800000),   # 1 + 2**-24: tie, rounds to even (1)
+    (0x3F800001, 0x33800000, 0x3F800002),   # (1 + ulp) + 2**-24: tie, rounds to even (up)
+    (0x3F800000, 0x33800001, 0x3F800001),   # just above the tie rounds up
+    (0x3F800000, 0xB3000000, 0x3F800000),   # 1 - 2**-25: tie below 1 rounds to even (1)
+    (0x3F800000, 0xB3000001, 0x3F7FFFFF),   # just beyond that tie rounds down
+    (0x4B800000, 0x3F800000, 0x4B800000),   # 2**24 + 1: tie, stays even
+    (0x4B800001, 0x3F800000, 0x4B800002),   # (2**24 + 2) + 1: tie, rounds up to even
+    (0x3F800000, 0x0D000000, 0x3F800000),   # huge exponent gap: absorbed
+    (0x3F800000, 0x8D000000, 0x3F800000),   # ... either sign
+    (0x3F800001, 0xBF800000, 0x34000000),   # cancellation to one ulp of 1 (2**-23)
+]
+
 
 # Literal IEEE-754 results of fp32(bf16 a) * fp32(bf16 b) (not from numpy): (a, b, y).
-DIRECTED = [
+MUL_DIRECTED = [
     (0x3F80, 0x3F80, 0x3F800000),   # 1 * 1
     (0x3FFF, 0x3FFF, 0x407E0100),   # (255/128)**2: all 16 product bits kept, exact
     (0x5F7F, 0x5F7F, 0x7F7E0100),   # same significand near the top of the range, exact
@@ -52,6 +83,24 @@ DIRECTED = [
 ]
 
 
+
+@dataclass(frozen=True)
+class Unit:
+    name: str          # top name, also the sim.bench_fp unit key
+    top: type          # the stream top class (LATENCY)
+    dtype: type        # operand bit-pattern type
+    directed: list
+
+
+UNITS = [Unit("fp32_add", Fp32Add, np.uint32, ADD_DIRECTED),
+         Unit("bf16_mul", Bf16Mul, np.uint16, MUL_DIRECTED)]
+
+
+@pytest.fixture(params=UNITS, ids=lambda u: u.name)
+def unit(request):
+    return request.param
+
+
 BULK = 500_000     # pairs per kind; uniform + close = 1,000,000 random pairs per regression run
 
 
@@ -69,71 +118,71 @@ def _clean(result, n, context=""):
             assert result[key] == (n if key == "sent" else 0), f"{context} {key}={result[key]}"
 
 
-def test_directed_ieee_cases():
+def test_directed_ieee_cases(unit):
     """Hand-derived IEEE results: the golden model and the core both produce them."""
-    a, b, y = zip(*DIRECTED, strict=True)
-    a, b, y = np.array(a, DTYPE), np.array(b, DTYPE), np.array(y, np.uint32)
-    assert [hex(v) for v in golden(UNIT, a, b)] == [hex(v) for v in y]
-    _clean(run_core_harness(UNIT, a, b, expected=y, tag="directed"), len(a))
+    a, b, y = zip(*unit.directed, strict=True)
+    a, b, y = np.array(a, unit.dtype), np.array(b, unit.dtype), np.array(y, np.uint32)
+    assert [hex(v) for v in golden(unit.name, a, b)] == [hex(v) for v in y]
+    _clean(run_core_harness(unit.name, a, b, expected=y, tag="directed"), len(a))
 
 
-def test_special_pairs_core():
+def test_special_pairs_core(unit):
     """Every pair of the special and boundary set through the combinational core."""
-    a, b = special_pairs(UNIT)
-    _clean(run_core_harness(UNIT, a, b, tag="special"), len(a))
+    a, b = special_pairs(unit.name)
+    _clean(run_core_harness(unit.name, a, b, tag="special"), len(a))
 
 
-def test_special_pairs_stream():
+def test_special_pairs_stream(unit):
     """Every special pair through the stream top with random valid gaps and back-pressure."""
-    a, b = special_pairs(UNIT)
-    _clean(run_harness(UNIT, a, b, gap=20, stall=30, seed=11, tag="special"), len(a))
+    a, b = special_pairs(unit.name)
+    _clean(run_harness(unit.name, a, b, gap=20, stall=30, seed=11, tag="special"), len(a))
 
 
 @pytest.mark.parametrize("kind", ["uniform", "close"])
-def test_random_pairs_core(kind, seed):
+def test_random_pairs_core(unit, kind, seed):
     """BULK random pairs of each kind (together >= 1,000,000 per run), bit-exact, Icarus only."""
-    a, b = random_pairs(UNIT, BULK, seed, kind)
-    _clean(run_core_harness(UNIT, a, b, tag=f"random-{kind}"), BULK, f"seed={seed}")
+    a, b = random_pairs(unit.name, BULK, seed, kind)
+    _clean(run_core_harness(unit.name, a, b, tag=f"random-{kind}"), BULK, f"seed={seed}")
 
 
-def test_random_pairs_stream(seed):
+def test_random_pairs_stream(unit, seed):
     """Random pairs through the stream top with heavy random gaps and back-pressure."""
-    a, b = random_pairs(UNIT, 20_000, seed)
-    _clean(run_harness(UNIT, a, b, gap=30, stall=50, seed=seed % 100_000, tag="random"), 20_000,
+    a, b = random_pairs(unit.name, 20_000, seed)
+    _clean(run_harness(unit.name, a, b, gap=30, stall=50, seed=seed % 100_000, tag="random"), 20_000,
            f"seed={seed}")
 
 
-def test_harnesses_detect_wrong_results():
+def test_harnesses_detect_wrong_results(unit):
     """Both harnesses really compare: flipped expected bits are reported at their indices."""
-    a, b = special_pairs(UNIT)
-    y = golden(UNIT, a, b)
+    a, b = special_pairs(unit.name)
+    y = golden(unit.name, a, b)
     y[123] ^= 1
     y[-1] ^= 0x80000000
     for run in (run_core_harness, run_harness):
-        result = run(UNIT, a, b, expected=y, tag="corrupt")
+        result = run(unit.name, a, b, expected=y, tag="corrupt")
         assert result["errors"] == 2, result
         assert result["mismatches"][0].startswith("MISMATCH 123:")
         assert result["mismatches"][1].startswith(f"MISMATCH {len(a) - 1}:")
 
 
-def test_cocotb_special_pairs_and_timing():
+def test_cocotb_special_pairs_and_timing(unit):
     """cocotb: special pairs with random gaps / back-pressure and cycle-exact replay of the
     pipeline model; full-rate latency == LATENCY and one result per cycle; results held (and
     the pipeline filled to capacity) while o.ready is low."""
-    run_bench(build_top(UNIT, Config()), UNIT, "sim.bench_fp",
-              params={"unit": UNIT, "vectors": "special", "gap_prob": 0.3, "stall_prob": 0.3,
-                      "latency": TOP.LATENCY})
+    run_bench(build_top(unit.name, Config()), unit.name, "sim.bench_fp",
+              params={"unit": unit.name, "vectors": "special", "gap_prob": 0.3, "stall_prob": 0.3,
+                      "latency": unit.top.LATENCY})
 
 
-def test_cocotb_random_heavy_backpressure(seed):
+def test_cocotb_random_heavy_backpressure(unit, seed):
     """cocotb: random pairs, mostly-stalled output and frequent input gaps, cycle-exact."""
-    run_bench(build_top(UNIT, Config()), UNIT, "sim.bench_fp", testcase="stream_traffic",
+    run_bench(build_top(unit.name, Config()), unit.name, "sim.bench_fp", testcase="stream_traffic",
               seed=seed % (1 << 31),
-              params={"unit": UNIT, "vectors": "random", "n": 1500, "gap_prob": 0.5,
-                      "stall_prob": 0.8, "latency": TOP.LATENCY})
+              params={"unit": unit.name, "vectors": "random", "n": 1500, "gap_prob": 0.5,
+                      "stall_prob": 0.8, "latency": unit.top.LATENCY})
 
 
-def test_port_contract():
+def test_port_contract(unit):
     """DESIGN.md 8: i carries {a, b} with a in the least significant bits, o is 32 bits wide;
     the generated module has clk, rst and Amaranth's stream port names."""
     from amaranth import Shape
@@ -141,13 +190,13 @@ def test_port_contract():
 
     from sim.runner import verilog_text
 
-    width = np.dtype(DTYPE).itemsize * 8
-    top = build_top(UNIT, Config())
+    width = np.dtype(unit.dtype).itemsize * 8
+    top = build_top(unit.name, Config())
     layout = data.Layout.cast(top.signature.members["i"].signature.members["payload"].shape)
     fields = [(name, field.offset, field.width) for name, field in layout]
     assert fields == [("a", 0, width), ("b", width, width)]
     assert Shape.cast(top.signature.members["o"].signature.members["payload"].shape).width == 32
-    text = verilog_text(top, UNIT)
+    text = verilog_text(top, unit.name)
     for port, bits in [("i__payload", 2 * width), ("o__payload", 32), ("i__valid", 1), ("i__ready", 1),
                        ("o__valid", 1), ("o__ready", 1), ("clk", 1), ("rst", 1)]:
         decl = f"[{bits - 1}:0] {port};" if bits > 1 else f" {port};"
