@@ -34,7 +34,7 @@ from sim import params
 from sim.clocking import reset
 from sim.runner import BUILD, ROOT, run_vvp, write_verilog
 from sim.scoreboard import InOrderScoreboard
-from sim.stream import StreamDriver, StreamMonitor
+from sim.stream import StreamDriver, StreamMonitor, recorded, replay_closed_loop
 
 UNITS = {
     # unit: (operand width, golden function on bit patterns)
@@ -46,7 +46,7 @@ CORE_HARNESS = ROOT / "sim" / "harness" / "fp_core_harness.v"
 
 __all__ = ["UNITS", "special_values", "special_pairs", "random_pairs", "golden", "hex_lines",
            "HarnessJob", "HarnessResult", "prepare_harness", "run_harness", "run_core_harness",
-           "build_verilator", "FpStreamCycleModel", "replay"]
+           "build_verilator", "FpStreamCycleModel"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -307,40 +307,9 @@ class FpStreamCycleModel:
         return in_ready, accepted, emitted
 
 
-def replay(fn, n, gap_log, stall_log, cycles):
-    """Closed-loop replay of a bench's recorded decisions (one ``gap_log`` entry per idle-driver
-    decision, one ``stall_log`` entry per cycle) through :class:`FpStreamCycleModel`, with input
-    payloads ``0..n-1`` mapped by ``fn``. Returns the expected input accept cycles, output
-    transfer cycles and output words."""
-    model = FpStreamCycleModel(fn)
-    gaps, stalls = iter(gap_log), iter(stall_log)
-    sent, offering = 0, False
-    accepts, emits, words = [], [], []
-    for cycle in range(cycles):
-        if not offering and sent < n and not next(gaps):
-            offering = True
-        _, accepted, emitted = model.cycle(offering, sent if offering else 0, not next(stalls))
-        if accepted:
-            accepts.append(cycle)
-            sent += 1
-            offering = False
-        if emitted is not None:
-            emits.append(cycle)
-            words.append(emitted)
-    return accepts, emits, words
-
-
 # ----------------------------------------------------------------------------------------------
 # cocotb tests (parameters: unit, vectors = "special" | "random", n, kind, gap_prob, stall_prob,
 # latency = the top's documented LATENCY)
-
-
-def _recorded(probability, rng, log):
-    def decide():
-        stall = rng.random() < probability
-        log.append(stall)
-        return stall
-    return decide
 
 
 def _operands(p, seed):
@@ -377,8 +346,8 @@ async def _run(dut, p, gap_prob, stall_prob, seed):
     await reset(dut)
     board = InOrderScoreboard(f"{unit}.o")
     board.expect(expected)
-    drv = StreamDriver(dut.clk, dut, "i", gaps=_recorded(gap_prob, rng, gap_log))
-    mon = StreamMonitor(dut.clk, dut, "o", stall=_recorded(stall_prob, rng, stall_log),
+    drv = StreamDriver(dut.clk, dut, "i", gaps=recorded(gap_prob, rng, gap_log))
+    mon = StreamMonitor(dut.clk, dut, "o", stall=recorded(stall_prob, rng, stall_log),
                         callback=lambda w, c: board.got(w))
     cocotb.start_soon(_output_protocol(dut, violations))
     drv.send(words)
@@ -387,7 +356,8 @@ async def _run(dut, p, gap_prob, stall_prob, seed):
     board.check_done()
     assert len(mon.words) == n, f"{len(mon.words) - n} extra result(s) after the last expected one"
     assert not violations, violations[:3]
-    accepts, emits, model_words = replay(lambda k: expected[k], n, gap_log, stall_log, len(stall_log))
+    accepts, emits, model_words = replay_closed_loop(FpStreamCycleModel(lambda k: expected[k]), list(range(n)),
+                                                     gap_log, stall_log, len(stall_log))
     assert model_words[:n] == expected
     assert drv.accepted == accepts[:len(drv.accepted)], "input accept cycles differ from the model"
     assert mon.cycles == emits[:n], "output transfer cycles differ from the model"

@@ -14,39 +14,9 @@ from models.skid_buffer import SkidBufferModel
 from sim import params
 from sim.clocking import reset
 from sim.scoreboard import InOrderScoreboard
-from sim.stream import StreamDriver, StreamMonitor
+from sim.stream import StreamDriver, StreamMonitor, recorded, replay_closed_loop
 
 WIDTH = 38
-
-
-def _recorded(probability, rng, log):
-    def decide():
-        stall = rng.random() < probability
-        log.append(stall)
-        return stall
-    return decide
-
-
-def _replay(words, gap_log, stall_log, cycles):
-    """Closed-loop replay of the bench's decisions through the golden model: expected
-    (input accept cycles, output transfer cycles, output words)."""
-    model = SkidBufferModel()
-    gaps, stalls = iter(gap_log), iter(stall_log)
-    pending, offering = list(words), False
-    accepts, emits, out_words = [], [], []
-    for cycle in range(cycles):
-        if not offering and pending and not next(gaps):
-            offering = True
-        ready = not next(stalls)
-        _, accepted, emitted = model.cycle(offering, pending[0] if offering else 0, ready)
-        if accepted:
-            accepts.append(cycle)
-            pending.pop(0)
-            offering = False
-        if emitted is not None:
-            emits.append(cycle)
-            out_words.append(emitted)
-    return accepts, emits, out_words
 
 
 async def _run(dut, n, gap_prob, stall_prob, seed):
@@ -56,8 +26,8 @@ async def _run(dut, n, gap_prob, stall_prob, seed):
     await reset(dut)
     board = InOrderScoreboard("skid_buffer.o")
     board.expect(words)
-    drv = StreamDriver(dut.clk, dut, "i", gaps=_recorded(gap_prob, rng, gap_log))
-    mon = StreamMonitor(dut.clk, dut, "o", stall=_recorded(stall_prob, rng, stall_log),
+    drv = StreamDriver(dut.clk, dut, "i", gaps=recorded(gap_prob, rng, gap_log))
+    mon = StreamMonitor(dut.clk, dut, "o", stall=recorded(stall_prob, rng, stall_log),
                         callback=lambda w, c: board.got(w))
     drv.send(words)
     await mon.wait_for(n)
@@ -65,7 +35,7 @@ async def _run(dut, n, gap_prob, stall_prob, seed):
     board.check_done()
     assert len(mon.words) == n, "extra words after the last expected one"
     cycles = len(stall_log)
-    accepts, emits, out_words = _replay(words, gap_log, stall_log, cycles)
+    accepts, emits, out_words = replay_closed_loop(SkidBufferModel(), words, gap_log, stall_log, cycles)
     assert out_words[:n] == words
     assert drv.accepted == accepts[:len(drv.accepted)], "input accept cycles differ from the model"
     assert mon.cycles == emits[:n], "output transfer cycles differ from the model"

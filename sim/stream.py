@@ -12,7 +12,7 @@ from collections import deque
 import cocotb
 from cocotb.triggers import Event, RisingEdge
 
-__all__ = ["StreamDriver", "StreamMonitor", "bernoulli", "always"]
+__all__ = ["StreamDriver", "StreamMonitor", "bernoulli", "always", "recorded", "replay_closed_loop"]
 
 
 def always():
@@ -123,3 +123,39 @@ class StreamMonitor:
                 if self.callback is not None:
                     self.callback(word, cycle)
             cycle += 1
+
+
+def recorded(probability, rng, log):
+    """Pattern like :func:`bernoulli` that also appends every decision to ``log``, so a golden
+    cycle model can replay the bench's exact gaps and stalls (:func:`replay_closed_loop`)."""
+    def decide():
+        stall = rng.random() < probability
+        log.append(stall)
+        return stall
+    return decide
+
+
+def replay_closed_loop(model, payloads, gap_log, stall_log, cycles):
+    """Replay a :class:`StreamDriver` -> DUT -> :class:`StreamMonitor` run through a cycle model.
+
+    ``model.cycle(in_valid, in_payload, out_ready) -> (in_ready, accepted, emitted)`` is called
+    once per cycle; the driver offers ``payloads`` in order, deciding gaps from ``gap_log`` (one
+    entry per decision taken while idle, as :class:`StreamDriver` asks) and the monitor's ready
+    from ``stall_log`` (one entry per cycle). Returns the expected input accept cycles, output
+    transfer cycles and output words.
+    """
+    gaps, stalls = iter(gap_log), iter(stall_log)
+    sent, offering = 0, False
+    accepts, emits, words = [], [], []
+    for cycle in range(cycles):
+        if not offering and sent < len(payloads) and not next(gaps):
+            offering = True
+        _, accepted, emitted = model.cycle(offering, payloads[sent] if offering else 0, not next(stalls))
+        if accepted:
+            accepts.append(cycle)
+            sent += 1
+            offering = False
+        if emitted is not None:
+            emits.append(cycle)
+            words.append(emitted)
+    return accepts, emits, words
