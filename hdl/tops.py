@@ -13,6 +13,7 @@ from .router import Router
 from .skid_buffer import SkidBuffer
 from .swarmx import SwarmxTree
 from .tile import Tile
+from .wafer import Wafer
 from .wavelet import Wavelet
 
 __all__ = ["TOPS", "build_top"]
@@ -36,6 +37,9 @@ TOPS = {
     "pe_core": lambda cfg: PeCore(_pe_banks(cfg)),
     # PE tile: router + core on its RAMP port, one config bus (DESIGN.md 5.3; README "PE tile").
     "tile": lambda cfg: Tile(_pe_banks(cfg)),
+    # Wafer: mesh_rows x mesh_cols PE tiles + SwarmX weight/gradient adapters + host edges
+    # (DESIGN.md 5, 6; README "The system simulation").
+    "wafer": lambda cfg: Wafer(_pe_banks(cfg)),
 }
 
 

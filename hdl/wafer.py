@@ -1,0 +1,219 @@
+"""A wafer (DESIGN.md 5, 6): ``cfg.mesh_rows x cfg.mesh_cols`` PE tiles (a :class:`~hdl.mesh.Mesh`
+with a :class:`~hdl.pe_core.PeCore` on every RAMP port) plus the edge adapters that join it to a
+SwarmX leaf and to the host.
+
+Ports (``P = cfg.mesh_rows``, ``Q = cfg.mesh_cols``)
+----------------------------------------------------
+``weights: In(stream.Signature(TaggedWord))``: the weight stream of a SwarmX leaf, one bf16 per
+    word in the **low** 16 bits, rows of ``W`` in order (``W_ROW_LEN`` words per row). The *weight
+    demux* turns word ``k`` of every row (``k`` counts ``0 .. W_ROW_LEN-1`` and restarts after
+    ``last``) into a wavelet ``{color: W_COLOR, data: bf16 << 16}`` on the north edge of the
+    column ``q`` whose slice holds ``k`` (``W_BOUND[q-1] <= k < W_BOUND[q]``): the column split of
+    the K dimension of DESIGN.md 6. Combinational: a word is taken when that column's router
+    takes the wavelet (one per cycle).
+``grads: Out(stream.Signature(TaggedWord))``: the *gradient mux*, the same split in reverse:
+    word ``k`` of every row (``G_ROW_LEN`` per row) is taken from the south edge of the column
+    holding ``k`` (``G_BOUND``), its 32 data bits passed as they are; ``last`` on word
+    ``G_COUNT - 1`` (then the count restarts).
+``west_in``, ``west_out``, ``east_in``, ``east_out``: arrays of P wavelet streams, the host's
+    ports on the west / east edges of row ``p`` (activations, labels, dZ in; results out). The
+    host takes every color (accept masks all ones).
+``cfg: In(ConfigBus())``; ``error: Out(1)`` (any router's sticky error); ``fault: Out(1)`` (any
+    core's sticky fault).
+
+Configuration address map
+-------------------------
+Tile ``(p, q)`` at ``(p * Q + q) << tile_addr_bits`` (``tile_addr_bits =
+hdl.tile.mesh_tile_addr_bits(cfg)``; router at local ``0x000``, core at ``0x200``). The adapters
+sit at the top ``ADAPTER_SPAN`` addresses of the bus (:func:`adapter_base`, ``0xFFC0``; they
+shadow whatever the mesh has there), registers :data:`ADAPTER`:
+``W_COLOR``, ``W_ROW_LEN``, ``G_ROW_LEN``, ``G_COUNT`` (R/W; writing a row length restarts that
+counter), ``W_TAKEN``, ``G_SENT`` (R: words through the adapter since reset), ``W_BOUND + q``,
+``G_BOUND + q`` (R/W). ``rdata`` is valid one cycle after ``addr``.
+"""
+
+from amaranth import Module, Mux, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .config import ConfigError
+from .config_bus import ADDR_BITS, ConfigBus
+from .mesh import Mesh
+from .pe_core import PeCore, core_map
+from .tile import CORE_BASE, mesh_tile_addr_bits
+from .wavelet import TaggedWord, Wavelet
+
+__all__ = ["Wafer", "ADAPTER", "adapter_base"]
+
+ADAPTER = {"W_COLOR": 0, "W_ROW_LEN": 1, "G_ROW_LEN": 2, "G_COUNT": 3, "W_TAKEN": 4,
+           "G_SENT": 5, "W_BOUND": 16, "G_BOUND": 40}
+ADAPTER_SPAN = 64
+COUNT_BITS = 16
+
+
+def adapter_base(cfg=None):
+    """Configuration address of the wafer's adapter registers: the top ``ADAPTER_SPAN`` addresses
+    of the bus (in the window of a tile that does not exist, or above the core map of the last
+    tile when the mesh fills the bus; the Wafer checks the room)."""
+    return (1 << ADDR_BITS) - ADAPTER_SPAN
+
+
+class Wafer(wiring.Component):
+    """P x Q PE tiles with SwarmX and host adapters; see the module docstring."""
+
+    def __init__(self, cfg):
+        P, Q = cfg.mesh_rows, cfg.mesh_cols
+        bits = mesh_tile_addr_bits(cfg)
+        windows = 1 << (ADDR_BITS - bits)
+        if P * Q > windows:
+            self._MustUse__silence = True
+            raise ConfigError(f"a {P}x{Q} wafer has more tiles than the {ADDR_BITS}-bit "
+                              f"configuration bus holds ({windows} windows of 2**{bits})")
+        if P * Q == windows and CORE_BASE + core_map(cfg)[2] > (1 << bits) - ADAPTER_SPAN:
+            self._MustUse__silence = True
+            raise ConfigError(f"a {P}x{Q} wafer fills the configuration bus and the last tile's "
+                              f"window has no room for the {ADAPTER_SPAN} adapter registers")
+        if Q > ADAPTER["G_BOUND"] - ADAPTER["W_BOUND"]:
+            self._MustUse__silence = True
+            raise ConfigError(f"the wafer adapters support at most "
+                              f"{ADAPTER['G_BOUND'] - ADAPTER['W_BOUND']} columns, got {Q}")
+        self._cfg = cfg
+        wave = stream.Signature(Wavelet)
+        tagged = stream.Signature(TaggedWord)
+        super().__init__({
+            "cfg": In(ConfigBus()), "error": Out(1), "fault": Out(1),
+            "weights": In(tagged), "grads": Out(tagged),
+            "west_in": In(wave).array(P), "west_out": Out(wave).array(P),
+            "east_in": In(wave).array(P), "east_out": Out(wave).array(P),
+        })
+
+    @property
+    def config(self):
+        return self._cfg
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._cfg
+        P, Q, C = cfg.mesh_rows, cfg.mesh_cols, cfg.num_colors
+        bits = mesh_tile_addr_bits(cfg)
+        mesh = m.submodules.mesh = Mesh(cfg, core=lambda r, q: PeCore(cfg), tile_addr_bits=bits)
+        all_colors = (1 << C) - 1
+
+        # Host edges.
+        for p in range(P):
+            wiring.connect(m, wiring.flipped(self.west_in[p]), mesh.w_in[p])
+            wiring.connect(m, mesh.w_out[p], wiring.flipped(self.west_out[p]))
+            wiring.connect(m, wiring.flipped(self.east_in[p]), mesh.e_in[p])
+            wiring.connect(m, mesh.e_out[p], wiring.flipped(self.east_out[p]))
+            m.d.comb += [mesh.w_accept[p].eq(all_colors), mesh.e_accept[p].eq(all_colors)]
+        for q in range(Q):
+            m.d.comb += [mesh.n_accept[q].eq(all_colors), mesh.s_accept[q].eq(all_colors)]
+
+        # Adapter registers.
+        w_color = Signal(5)
+        w_row_len = Signal(COUNT_BITS)
+        g_row_len = Signal(COUNT_BITS)
+        g_count = Signal(COUNT_BITS)
+        w_taken = Signal(32)
+        g_sent = Signal(32)
+        w_bound = [Signal(COUNT_BITS, name=f"w_bound_{q}") for q in range(Q)]
+        g_bound = [Signal(COUNT_BITS, name=f"g_bound_{q}") for q in range(Q)]
+        regs = {ADAPTER["W_COLOR"]: w_color, ADAPTER["W_ROW_LEN"]: w_row_len,
+                ADAPTER["G_ROW_LEN"]: g_row_len, ADAPTER["G_COUNT"]: g_count,
+                ADAPTER["W_TAKEN"]: w_taken, ADAPTER["G_SENT"]: g_sent}
+        regs.update({ADAPTER["W_BOUND"] + q: s for q, s in enumerate(w_bound)})
+        regs.update({ADAPTER["G_BOUND"] + q: s for q, s in enumerate(g_bound)})
+        writable = set(regs) - {ADAPTER["W_TAKEN"], ADAPTER["G_SENT"]}
+
+        bus = self.cfg
+        base = adapter_base(cfg)
+        to_adapter = bus.addr >= base
+        local = bus.addr[:(ADAPTER_SPAN - 1).bit_length()]
+        m.d.comb += [mesh.cfg.addr.eq(bus.addr), mesh.cfg.wdata.eq(bus.wdata),
+                     mesh.cfg.we.eq(bus.we & ~to_adapter)]
+        rd_adapter = Signal()
+        rd_value = Signal(32)
+        m.d.sync += rd_adapter.eq(to_adapter)
+        with m.Switch(local):
+            for a, sig in regs.items():
+                with m.Case(a):
+                    m.d.sync += rd_value.eq(sig)
+            with m.Default():
+                m.d.sync += rd_value.eq(0)
+        m.d.comb += bus.rdata.eq(Mux(rd_adapter, rd_value, mesh.cfg.rdata))
+
+        wk = Signal(COUNT_BITS)     # index of the next weight word within its row
+        gk = Signal(COUNT_BITS)
+        gn = Signal(COUNT_BITS)     # gradient words sent in the current block
+
+        # Weight demux: column of word wk = number of bounds <= wk.
+        w_sel = _column(m, wk, w_bound, "w_sel")
+        w_ready = Signal()
+        for q in range(Q):
+            n_in = mesh.n_in[q]
+            m.d.comb += [n_in.payload.data.eq(self.weights.payload.data[:16] << 16),
+                         n_in.payload.color.eq(w_color),
+                         n_in.valid.eq(self.weights.valid & (w_sel == q))]
+            with m.If(w_sel == q):
+                m.d.comb += w_ready.eq(n_in.ready)
+        m.d.comb += self.weights.ready.eq(w_ready)
+        w_fire = self.weights.valid & self.weights.ready
+        with m.If(w_fire):
+            m.d.sync += w_taken.eq(w_taken + 1)
+            with m.If(self.weights.payload.last | (wk + 1 >= w_row_len)):
+                m.d.sync += wk.eq(0)
+            with m.Else():
+                m.d.sync += wk.eq(wk + 1)
+
+        # Gradient mux.
+        g_sel = _column(m, gk, g_bound, "g_sel")
+        for q in range(Q):
+            s_out = mesh.s_out[q]
+            m.d.comb += s_out.ready.eq(self.grads.ready & (g_sel == q))
+            with m.If(g_sel == q):
+                m.d.comb += [self.grads.valid.eq(s_out.valid),
+                             self.grads.payload.data.eq(s_out.payload.data)]
+        last = gn + 1 >= g_count
+        m.d.comb += self.grads.payload.last.eq(last)
+        with m.If(self.grads.valid & self.grads.ready):
+            m.d.sync += [g_sent.eq(g_sent + 1), gn.eq(gn + 1)]
+            with m.If(last):
+                m.d.sync += [gn.eq(0), gk.eq(0)]
+            with m.Elif(gk + 1 >= g_row_len):
+                m.d.sync += gk.eq(0)
+            with m.Else():
+                m.d.sync += gk.eq(gk + 1)
+
+        # Register writes (after the counters: a row-length write restarts its counter).
+        with m.If(bus.we & to_adapter):
+            with m.Switch(local):
+                for a in sorted(writable):
+                    with m.Case(a):
+                        m.d.sync += regs[a].eq(bus.wdata)
+                        if a == ADAPTER["W_ROW_LEN"]:
+                            m.d.sync += wk.eq(0)
+                        if a in (ADAPTER["G_ROW_LEN"], ADAPTER["G_COUNT"]):
+                            m.d.sync += [gk.eq(0), gn.eq(0)]
+
+        m.d.comb += [self.error.eq(mesh.error), self.fault.eq(_any(
+            mesh.cores[r][q].fault for r in range(P) for q in range(Q)))]
+        return m
+
+
+def _column(m, k, bounds, name):
+    """Signal = number of ``bounds`` that are ``<= k`` (the column whose slice holds ``k``),
+    clamped to the last column."""
+    sel = Signal(range(len(bounds)), name=name)
+    total = 0
+    for b in bounds[:-1]:
+        total = total + (b <= k)
+    m.d.comb += sel.eq(total)
+    return sel
+
+
+def _any(values):
+    values = list(values)
+    acc = values[0]
+    for v in values[1:]:
+        acc = acc | v
+    return acc
