@@ -2,8 +2,9 @@
 patterns weight streaming uses, on 4x4 and 8x8 meshes, and simulation speed.
 
 Throughput and latency come from the cycle-level model (models/fabric.py), which the regression
-proves cycle-exact against the RTL (tests/hdl/test_mesh.py, test_router.py); on the 4x4 mesh
-each pattern's heaviest load point is also run on the RTL here and must agree cycle for cycle.
+proves cycle-exact against the RTL (tests/hdl/test_mesh.py, test_router.py); each pattern's
+heaviest load point is also run on the 4x4 RTL (two of them on 8x8) here and must agree cycle
+for cycle.
 
 Columns of the first table: offered and accepted wavelets per source per cycle, delivered copies
 per receiver per cycle, mean latency in cycles. A source offers a wavelet in a cycle with
@@ -77,13 +78,14 @@ def _measure(P, Q, name, load, colors=4, depth=2, seed=1):
     }
 
 
-def _rtl_check(name, load, out_dir):
-    """Run a 4x4 pattern point on the RTL (mesh4x4, 4 colors, depth 2): cycle-exact vs model."""
-    cfg = Config(num_colors=4, vc_depth=2)
-    flows = pattern_flows(name, 4, 4)
+def _rtl_check(name, load, out_dir, size=4):
+    """Run a pattern point on the RTL (``mesh4x4``, or ``Mesh`` of ``size x size``; 4 colors,
+    depth 2): cycle-exact vs model."""
+    cfg = Config(num_colors=4, vc_depth=2, mesh_rows=size, mesh_cols=size)
+    flows = pattern_flows(name, size, size)
     inputs, gaps = _stimulus(flows, load, 1)
-    sc = Scenario("mesh4x4", cfg, 4, 4, WORDS * 40)
-    sc.set_routes(xy_routes(4, 4, 4, flows))
+    sc = Scenario("mesh4x4" if size == 4 else "mesh", cfg, size, size, WORDS * 40)
+    sc.set_routes(xy_routes(size, size, 4, flows))
     for p, g in gaps.items():
         sc.traffic.gap[p] = g
     sc.phase(inputs)
@@ -124,10 +126,14 @@ def run():
     out = Path(__file__).resolve().parents[1] / "build" / "bench" / "fabric"
     for name in PATTERNS:
         cycles, seconds = _rtl_check(name, 1.0, out / name.replace(" ", "_"))
-        speed.append([name + " (load 1.0)", len(pattern_flows(name, 4, 4)) * WORDS, cycles,
-                      round(seconds, 2), round(cycles / seconds), "yes"])
+        speed.append(["4x4", name + " (load 1.0)", len(pattern_flows(name, 4, 4)) * WORDS,
+                      cycles, round(seconds, 2), round(cycles / seconds), "yes"])
+    for name in ("column multicast", "row chain"):
+        cycles, seconds = _rtl_check(name, 1.0, out / ("8x8_" + name.replace(" ", "_")), size=8)
+        speed.append(["8x8", name + " (load 1.0)", len(pattern_flows(name, 8, 8)) * WORDS,
+                      cycles, round(seconds, 2), round(cycles / seconds), "yes"])
     cycles, seconds, n = _rtl_random(out / "random")
-    speed.append(["random multi-color, back-pressure", n, cycles, round(seconds, 2),
+    speed.append(["4x4", "random multi-color, back-pressure", n, cycles, round(seconds, 2),
                   round(cycles / seconds), "yes"])
     return {"tables": [
         {"title": "Fabric: accepted throughput and latency vs offered load (cycle-level model, "
@@ -135,8 +141,9 @@ def run():
          "columns": ["mesh", "pattern", "offered", "accepted", "delivered/rx", "latency",
                      "cycles", "model cyc/s"],
          "rows": rows},
-        {"title": "Fabric: mesh4x4 RTL simulation speed (Icarus, plain-Verilog harness; "
-                  "seconds include writing the stimulus files and parsing the log)",
-         "columns": ["traffic", "wavelets", "cycles", "seconds", "cycles/s", "= model"],
+        {"title": "Fabric: RTL simulation speed (Icarus, plain-Verilog harness, 4 colors, "
+                  "vc_depth 2; seconds include writing the stimulus files and parsing the log, and "
+                  "Icarus compilation in the first row of each mesh size)",
+         "columns": ["mesh", "traffic", "wavelets", "cycles", "seconds", "cycles/s", "= model"],
          "rows": speed},
     ]}
