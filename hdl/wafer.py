@@ -9,10 +9,12 @@ Ports (``P = cfg.mesh_rows``, ``Q = cfg.mesh_cols``)
     demux* turns word ``k`` of every row (``k`` counts ``0 .. W_ROW_LEN-1`` and restarts after
     ``last``) into a wavelet ``{color: W_COLOR, data: bf16 << 16}`` on the north edge of the
     column ``q`` whose slice holds ``k`` (``W_BOUND[q-1] <= k < W_BOUND[q]``): the column split of
-    the K dimension of DESIGN.md 6. Combinational: a word is taken when that column's router
+    the K dimension of DESIGN.md 6. With ``W_MODE = 1`` (a transposed stream, row ``k`` of
+    ``W^T`` = column k of W, for backward-data) the column is chosen by the *row* index instead
+    (rows counted from 0 after ``last``). Combinational: a word is taken when that column's router
     takes the wavelet (one per cycle).
 ``grads: Out(stream.Signature(TaggedWord))``: the *gradient mux*, the same split in reverse:
-    word ``k`` of every row (``G_ROW_LEN`` per row) is taken from the south edge of the column
+    word ``k`` of every row (``G_ROW_LEN`` per row) is taken from the north edge of the column
     holding ``k`` (``G_BOUND``), its 32 data bits passed as they are; ``last`` on word
     ``G_COUNT - 1`` (then the count restarts).
 ``west_in``, ``west_out``, ``east_in``, ``east_out``: arrays of P wavelet streams, the host's
@@ -27,7 +29,7 @@ Tile ``(p, q)`` at ``(p * Q + q) << tile_addr_bits`` (``tile_addr_bits =
 hdl.tile.mesh_tile_addr_bits(cfg)``; router at local ``0x000``, core at ``0x200``). The adapters
 sit at the top ``ADAPTER_SPAN`` addresses of the bus (:func:`adapter_base`, ``0xFFC0``; they
 shadow whatever the mesh has there), registers :data:`ADAPTER`:
-``W_COLOR``, ``W_ROW_LEN``, ``G_ROW_LEN``, ``G_COUNT`` (R/W; writing a row length restarts that
+``W_COLOR``, ``W_ROW_LEN``, ``W_MODE``, ``G_ROW_LEN``, ``G_COUNT`` (R/W; writing a row length restarts that
 counter), ``W_TAKEN``, ``G_SENT`` (R: words through the adapter since reset), ``W_BOUND + q``,
 ``G_BOUND + q`` (R/W). ``rdata`` is valid one cycle after ``addr``.
 """
@@ -46,7 +48,7 @@ from .wavelet import TaggedWord, Wavelet
 __all__ = ["Wafer", "ADAPTER", "adapter_base"]
 
 ADAPTER = {"W_COLOR": 0, "W_ROW_LEN": 1, "G_ROW_LEN": 2, "G_COUNT": 3, "W_TAKEN": 4,
-           "G_SENT": 5, "W_BOUND": 16, "G_BOUND": 40}
+           "G_SENT": 5, "W_MODE": 6, "W_BOUND": 16, "G_BOUND": 40}
 ADAPTER_SPAN = 64
 COUNT_BITS = 16
 
@@ -111,6 +113,7 @@ class Wafer(wiring.Component):
 
         # Adapter registers.
         w_color = Signal(5)
+        w_mode = Signal(1)
         w_row_len = Signal(COUNT_BITS)
         g_row_len = Signal(COUNT_BITS)
         g_count = Signal(COUNT_BITS)
@@ -119,6 +122,7 @@ class Wafer(wiring.Component):
         w_bound = [Signal(COUNT_BITS, name=f"w_bound_{q}") for q in range(Q)]
         g_bound = [Signal(COUNT_BITS, name=f"g_bound_{q}") for q in range(Q)]
         regs = {ADAPTER["W_COLOR"]: w_color, ADAPTER["W_ROW_LEN"]: w_row_len,
+                ADAPTER["W_MODE"]: w_mode,
                 ADAPTER["G_ROW_LEN"]: g_row_len, ADAPTER["G_COUNT"]: g_count,
                 ADAPTER["W_TAKEN"]: w_taken, ADAPTER["G_SENT"]: g_sent}
         regs.update({ADAPTER["W_BOUND"] + q: s for q, s in enumerate(w_bound)})
@@ -143,11 +147,12 @@ class Wafer(wiring.Component):
         m.d.comb += bus.rdata.eq(Mux(rd_adapter, rd_value, mesh.cfg.rdata))
 
         wk = Signal(COUNT_BITS)     # index of the next weight word within its row
+        wr = Signal(COUNT_BITS)     # row of the next weight word (since the last `last`)
         gk = Signal(COUNT_BITS)
         gn = Signal(COUNT_BITS)     # gradient words sent in the current block
 
         # Weight demux: column of word wk = number of bounds <= wk.
-        w_sel = _column(m, wk, w_bound, "w_sel")
+        w_sel = _column(m, Mux(w_mode, wr, wk), w_bound, "w_sel")
         w_ready = Signal()
         for q in range(Q):
             n_in = mesh.n_in[q]
@@ -160,19 +165,21 @@ class Wafer(wiring.Component):
         w_fire = self.weights.valid & self.weights.ready
         with m.If(w_fire):
             m.d.sync += w_taken.eq(w_taken + 1)
-            with m.If(self.weights.payload.last | (wk + 1 >= w_row_len)):
-                m.d.sync += wk.eq(0)
+            with m.If(self.weights.payload.last):
+                m.d.sync += [wk.eq(0), wr.eq(0)]
+            with m.Elif(wk + 1 >= w_row_len):
+                m.d.sync += [wk.eq(0), wr.eq(wr + 1)]
             with m.Else():
                 m.d.sync += wk.eq(wk + 1)
 
         # Gradient mux.
         g_sel = _column(m, gk, g_bound, "g_sel")
         for q in range(Q):
-            s_out = mesh.s_out[q]
-            m.d.comb += s_out.ready.eq(self.grads.ready & (g_sel == q))
+            n_out = mesh.n_out[q]
+            m.d.comb += n_out.ready.eq(self.grads.ready & (g_sel == q))
             with m.If(g_sel == q):
-                m.d.comb += [self.grads.valid.eq(s_out.valid),
-                             self.grads.payload.data.eq(s_out.payload.data)]
+                m.d.comb += [self.grads.valid.eq(n_out.valid),
+                             self.grads.payload.data.eq(n_out.payload.data)]
         last = gn + 1 >= g_count
         m.d.comb += self.grads.payload.last.eq(last)
         with m.If(self.grads.valid & self.grads.ready):
@@ -191,7 +198,7 @@ class Wafer(wiring.Component):
                     with m.Case(a):
                         m.d.sync += regs[a].eq(bus.wdata)
                         if a == ADAPTER["W_ROW_LEN"]:
-                            m.d.sync += wk.eq(0)
+                            m.d.sync += [wk.eq(0), wr.eq(0)]
                         if a in (ADAPTER["G_ROW_LEN"], ADAPTER["G_COUNT"]):
                             m.d.sync += [gk.eq(0), gn.eq(0)]
 

@@ -24,9 +24,12 @@ from hdl.wafer import ADAPTER, adapter_base
 from hdl.wavelet import Port
 from models import pe
 
-__all__ = ["WaferCompileError", "WaferPhase", "compile_forward", "forward_expected_outputs"]
+__all__ = ["WaferCompileError", "WaferPhase", "compile_forward", "compile_backward_weight",
+           "compile_backward_data", "forward_expected_outputs", "logits_expected_outputs",
+           "COLOR_GRAD"]
 
-FORWARD_COLORS = 3      # weights, psum chain, results (models.pe.COLOR_*)
+FORWARD_COLORS = 4      # weights, psum chain, results (models.pe.COLOR_*), gradient chain
+COLOR_GRAD = 3          # the backward-weight column chain (south to north)
 FORWARD_TASKS = 4       # descriptors 0..3 of models.pe.forward_kernel
 COUNT_LIMIT = 1 << 16   # descriptor count/reps/lo/hi fields and adapter counters are 16 bits
 
@@ -54,7 +57,7 @@ def _check_fit(cfg, *, m, k, batch):
             f"batch {batch} does not fit the wafer: the forward kernel gives each of the "
             f"{P} mesh rows one batch slice of lanes={L} columns, so batch must be {P * L}")
     if cfg.num_colors < FORWARD_COLORS:
-        raise WaferCompileError(f"the forward kernel needs {FORWARD_COLORS} colors, "
+        raise WaferCompileError(f"the wafer kernels need {FORWARD_COLORS} colors, "
                                 f"the router has num_colors={cfg.num_colors}")
     if cfg.num_tasks < FORWARD_TASKS:
         raise WaferCompileError(f"the forward kernel needs {FORWARD_TASKS} task descriptors "
@@ -88,10 +91,50 @@ def _desc_writes(cfg, plan, bits):
     return out
 
 
-def compile_forward(cfg, *, m, k, batch, x16=None):
+def _sram_writes(cfg, loads, bits):
+    """``loads[(p, q)] = [(base, words)]``: SRAM words (uint32) to write into each PE."""
+    out = []
+    for (p, q), items in sorted(loads.items()):
+        for base, words in items:
+            for i, word in enumerate(np.asarray(words, dtype=np.uint32).ravel()):
+                out.append((tile_address(cfg, p, q, CORE_BASE + base + i, bits), int(word)))
+    return out
+
+
+def _upper(a16):
+    """bf16 bit patterns as 32-bit words (the bf16 in the upper half)."""
+    return np.asarray(a16, dtype=np.uint32) << 16
+
+
+def _check_array(name, a, shape):
+    a = np.asarray(a)
+    if a.shape != shape:
+        raise WaferCompileError(f"{name} has shape {a.shape}, expected {shape}")
+    return a
+
+
+def _assemble(cfg, name, plan, loads, adapters, out_edge, weight_words, sram_needed):
+    if sram_needed > cfg.sram_words:
+        raise WaferCompileError(f"the {name} phase needs {sram_needed} SRAM words per PE, "
+                                f"the PE has sram_words={cfg.sram_words}")
+    bits = mesh_tile_addr_bits(cfg)
+    writes = _route_writes(cfg, plan, bits) + _sram_writes(cfg, loads, bits)
+    writes += _desc_writes(cfg, plan, bits)
+    base = adapter_base(cfg)
+    writes += [(base + ADAPTER[reg] + i, int(v)) for reg, vals in adapters
+               for i, v in enumerate(vals)]
+    return WaferPhase(name, writes, plan, out_edge, weight_words)
+
+
+def compile_forward(cfg, *, m, k, batch, x16=None, last=False):
     """The forward phase of a ``m x k`` layer on a ``cfg.mesh_rows x cfg.mesh_cols`` wafer for a
     batch of ``batch`` samples. With ``x16`` (K x batch bf16 bit patterns) the writes also load
-    each PE's input slice ``X[K_q, B_p]`` into its SRAM (upper 16 bits of each word)."""
+    each PE's input slice ``X[K_q, B_p]`` into its SRAM (upper 16 bits of each word).
+
+    Hidden layer (``last=False``): ReLU + bf16 at the east PE, results west to their owners (kept
+    at ``xn_base``) and out of the west edge (east for one column), ``COLOR_RESULT``.
+    Last layer (``last=True``): no ReLU, no rounding: the east PE sends the fp32 ``Z`` rows out of
+    the east edge of its row (``COLOR_RESULT``) for the host's softmax; nothing is kept."""
     _check_fit(cfg, m=m, k=k, batch=batch)
     L, S = cfg.lanes, cfg.sram_words
     try:
@@ -100,25 +143,148 @@ def compile_forward(cfg, *, m, k, batch, x16=None):
     except ValueError as e:
         raise WaferCompileError(f"layer {m}x{k} on a {cfg.mesh_rows}x{cfg.mesh_cols} wafer: "
                                 f"{e}") from None
-    bits = mesh_tile_addr_bits(cfg)
-    writes = _route_writes(cfg, plan, bits)
+    Q = cfg.mesh_cols
+    if last:
+        for (p, q), info in plan["pes"].items():
+            descs = info["descs"]
+            descs.pop(3, None)                         # nobody keeps the logits
+            if q == Q - 1:
+                vec = max(descs)                       # the VEC that completes the row chain
+                for f in ("relu", "round", "store", "lo", "hi", "dst_base"):
+                    descs[vec].pop(f, None)
+                descs[vec].update(send=1, color=pe.COLOR_RESULT)
+            routes = [r for r in plan["routes"][(p, q)] if r[0] != pe.COLOR_RESULT]
+            if q == Q - 1:
+                routes.append((pe.COLOR_RESULT, "RAMP", ["E"]))
+            plan["routes"][(p, q)] = routes
+        plan["edge_out"] = "E"
+    loads = {}
     if x16 is not None:
-        x16 = np.asarray(x16)
-        if x16.shape != (k, batch):
-            raise WaferCompileError(f"X has shape {x16.shape}, expected ({k}, {batch})")
-        for (p, q), info in sorted(plan["pes"].items()):
-            xs = x16[info["k"].start:info["k"].stop, p * L:(p + 1) * L].astype(np.uint32) << 16
-            for i, word in enumerate(xs.ravel()):
-                writes.append((tile_address(cfg, p, q, CORE_BASE + info["x_base"] + i, bits),
-                               int(word)))
-    writes += _desc_writes(cfg, plan, bits)
-    base = adapter_base(cfg)
-    writes.append((base + ADAPTER["W_COLOR"], pe.COLOR_W))
-    writes.append((base + ADAPTER["W_ROW_LEN"], k))
-    for q, sl in enumerate(plan["k_slices"]):
-        writes.append((base + ADAPTER["W_BOUND"] + q, sl.stop))
-    return WaferPhase("forward", writes, plan, "west" if plan["edge_out"] == "W" else "east",
-                      m * k)
+        x16 = _check_array("X", x16, (k, batch))
+        loads = {(p, q): [(info["x_base"], _upper(x16[info["k"].start:info["k"].stop,
+                                                       p * L:(p + 1) * L]))]
+                 for (p, q), info in plan["pes"].items()}
+    adapters = [("W_COLOR", [pe.COLOR_W]), ("W_MODE", [0]), ("W_ROW_LEN", [k]),
+                ("W_BOUND", [sl.stop for sl in plan["k_slices"]])]
+    return _assemble(cfg, "forward", plan, loads, adapters,
+                     "west" if plan["edge_out"] == "W" else "east", m * k, 0)
+
+
+def compile_backward_weight(cfg, *, m, k, batch, x16=None, dz16=None):
+    """The backward-weight phase of a ``m x k`` layer: ``dW = dZ X^T`` (kernels.backward_weight).
+
+    PE(p, q) holds ``X[K_q, B_p]`` (``x_base``, one vector per k) and ``dZ[M, B_p]``
+    (``dz_base``, one vector per m); a VEC DOT per output row m gives its partials
+    ``partial_p[m, K_q]`` (b ascending from +0.0 over ``|B_p| = lanes`` words). The column chain
+    runs **south to north** on ``COLOR_GRAD``: the south PE sends its partials north; every other
+    PE stores its own (DOT ``store``, then ``chain`` to the ADD), stores the incoming sums
+    (STORE from the south) and sends ``fp32_add(incoming, own)`` north, one L-word vector at a
+    time; the north PE's sums leave at the north edge into the gradient mux (``grads``, rows of
+    dW in order, ``last`` on the final word). With ``x16`` / ``dz16`` the writes load them."""
+    _check_fit(cfg, m=m, k=k, batch=batch)
+    P, Q, L = cfg.mesh_rows, cfg.mesh_cols, cfg.lanes
+    k_slices = pe._split(k, Q)
+    words = {q: m * len(k_slices[q]) for q in range(Q)}
+    if P > 1:
+        for q, n in words.items():
+            if n % L:
+                raise WaferCompileError(
+                    f"backward-weight: column {q} holds {m} x {len(k_slices[q])} = {n} partials, "
+                    f"not a multiple of lanes={L} (the column chain adds whole L-word vectors)")
+    pes, routes = {}, {}
+    x_base = 0
+    for p in range(P):
+        for q in range(Q):
+            kq = k_slices[q]
+            dz_base = x_base + len(kq) * L
+            part_base = dz_base + m * L
+            in_base = part_base + words[q]
+            south = p == P - 1
+            dot = dict(op=pe.OP["VEC"], vmode=pe.VMODE["DOT"], enable=1, a_base=x_base,
+                       a_stride=L, count=len(kq), b_base=dz_base, b_stride=L, reps=m)
+            if south:
+                descs = {0: dict(dot, send=1, color=COLOR_GRAD)}
+                need = part_base
+            else:
+                descs = {
+                    0: dict(dot, store=1, dst_base=part_base, lo=0, hi=m, chain=1, next=2),
+                    1: dict(op=pe.OP["STORE"], enable=1, color=COLOR_GRAD, reps=words[q] // L,
+                            lo=0, hi=words[q] // L, dst_base=in_base),
+                    2: dict(op=pe.OP["VEC"], vmode=pe.VMODE["ADD"], enable=0, send=1,
+                            color=COLOR_GRAD, dep_b_en=1, dep_b=1, a_base=in_base, a_stride=L,
+                            b_base=part_base, b_stride=L, count=1, reps=words[q] // L),
+                }
+                need = in_base + words[q]
+            pes[(p, q)] = {"descs": descs, "x_base": x_base, "dz_base": dz_base, "k": kq,
+                           "sram": need}
+            r = [(COLOR_GRAD, "RAMP", ["N"])]
+            if not south:
+                r.append((COLOR_GRAD, "S", ["RAMP"]))
+            routes[(p, q)] = r
+    plan = {"pes": pes, "routes": routes, "k_slices": k_slices, "edge_out": "N"}
+    loads = {}
+    for (p, q), info in pes.items():
+        items = []
+        if x16 is not None:
+            x16 = _check_array("X", x16, (k, batch))
+            items.append((info["x_base"], _upper(x16[info["k"].start:info["k"].stop,
+                                                     p * L:(p + 1) * L])))
+        if dz16 is not None:
+            dz16 = _check_array("dZ", dz16, (m, batch))
+            items.append((info["dz_base"], _upper(dz16[:, p * L:(p + 1) * L])))
+        loads[(p, q)] = items
+    adapters = [("G_ROW_LEN", [k]), ("G_COUNT", [m * k]),
+                ("G_BOUND", [sl.stop for sl in k_slices])]
+    return _assemble(cfg, "backward-weight", plan, loads, adapters, "grads", 0,
+                     max(i["sram"] for i in pes.values()))
+
+
+def compile_backward_data(cfg, *, m, k, batch, x16=None, dz16=None):
+    """The backward-data phase of a ``m x k`` layer: ``dZ_prev = mask(X) * bf16(W^T dZ)``
+    (kernels.backward_data). W streams **transposed** (row k of ``W^T`` = column k of W, m
+    ascending; the weight demux in ``W_MODE = 1`` sends row k to the column owning k, multicast
+    down it): a PE has one accumulator row, so it FMACs over its stored ``dZ[M, B_p]``
+    (``dz_base``) and finishes ``dX[k, B_p]`` after M wavelets, in the kernel's ascending-m
+    order. A VEC MASK (A = the stored activation ``X[k, B_p]``, B = the fp32 row) + bf16 round
+    stores ``dZ_prev[K_q, B_p]`` at ``dx_base`` (one vector per k, bf16 in the upper half), where
+    the host (or the next phase) reads it. With ``x16`` / ``dz16`` the writes load them."""
+    _check_fit(cfg, m=m, k=k, batch=batch)
+    P, Q, L = cfg.mesh_rows, cfg.mesh_cols, cfg.lanes
+    k_slices = pe._split(k, Q)
+    pes, routes = {}, {}
+    for p in range(P):
+        for q in range(Q):
+            kq = k_slices[q]
+            x_base = 0
+            dz_base = x_base + len(kq) * L
+            acc_base = dz_base + m * L
+            dx_base = acc_base + len(kq) * L
+            descs = {
+                1: dict(op=pe.OP["VEC"], vmode=pe.VMODE["MASK"], enable=1, round=1, store=1,
+                        dep_b_en=1, dep_b=0, a_base=x_base, a_stride=L, b_base=acc_base,
+                        b_stride=L, count=1, reps=len(kq), lo=0, hi=len(kq), dst_base=dx_base),
+                0: dict(op=pe.OP["FMAC"], enable=1, color=pe.COLOR_W, a_base=dz_base,
+                        a_stride=L, count=m, reps=len(kq), dst_base=acc_base),
+            }
+            pes[(p, q)] = {"descs": descs, "x_base": x_base, "dz_base": dz_base,
+                           "dx_base": dx_base, "k": kq, "sram": dx_base + len(kq) * L}
+            routes[(p, q)] = [(pe.COLOR_W, "N", ["RAMP"] + (["S"] if p < P - 1 else []))]
+    plan = {"pes": pes, "routes": routes, "k_slices": k_slices, "edge_out": None}
+    loads = {}
+    for (p, q), info in pes.items():
+        items = []
+        if x16 is not None:
+            x16 = _check_array("X", x16, (k, batch))
+            items.append((info["x_base"], _upper(x16[info["k"].start:info["k"].stop,
+                                                     p * L:(p + 1) * L])))
+        if dz16 is not None:
+            dz16 = _check_array("dZ", dz16, (m, batch))
+            items.append((info["dz_base"], _upper(dz16[:, p * L:(p + 1) * L])))
+        loads[(p, q)] = items
+    adapters = [("W_COLOR", [pe.COLOR_W]), ("W_MODE", [1]), ("W_ROW_LEN", [m]),
+                ("W_BOUND", [sl.stop for sl in k_slices])]
+    return _assemble(cfg, "backward-data", plan, loads, adapters, None, m * k,
+                     max(i["sram"] for i in pes.values()))
 
 
 def forward_expected_outputs(cfg, a16):
@@ -128,4 +294,13 @@ def forward_expected_outputs(cfg, a16):
     L = cfg.lanes
     return {p: [(pe.COLOR_RESULT << 32) | (int(v) << 16)
                 for v in np.asarray(a16)[:, p * L:(p + 1) * L].ravel()]
+            for p in range(cfg.mesh_rows)}
+
+
+def logits_expected_outputs(cfg, z):
+    """Words the last-layer forward sends out of each row's east edge for fp32 logits ``z``
+    (M x batch): ``{p: [payloads]}`` (``COLOR_RESULT``, the fp32 bits), m ascending."""
+    L = cfg.lanes
+    zb = np.asarray(z, dtype=np.float32).view(np.uint32)
+    return {p: [(pe.COLOR_RESULT << 32) | int(v) for v in zb[:, p * L:(p + 1) * L].ravel()]
             for p in range(cfg.mesh_rows)}

@@ -16,7 +16,9 @@ from hdl.wafer import ADAPTER, Wafer, adapter_base
 from models.numerics import bf16_bits
 from models.pipeline import kernels
 from sim.runner import run_bench
-from sim.wafer_compiler import WaferCompileError, compile_forward, forward_expected_outputs
+from sim.wafer_compiler import (WaferCompileError, compile_backward_data, compile_backward_weight,
+                                compile_forward, forward_expected_outputs,
+                                logits_expected_outputs)
 
 
 def weight_stream(w16):
@@ -75,9 +77,97 @@ def test_wafer_forward(rows, cols, m, k, gap, stall):
         assert cycles == list(range(cycles[0], cycles[0] + len(cycles))), "weights stalled"
 
 
+def run_phase(cfg, name, phase, weights, outputs, reads, gap=0.0, stall=0.0):
+    """Run a compiled phase on the RTL wafer; ``outputs`` ``{prefix: expected words}``,
+    ``reads`` ``[(addr, expected)]``. Checks every word and read-back; returns the result."""
+    params = {"writes": [list(w) for w in phase.writes],
+              "inputs": {"weights": weights} if weights else {},
+              "outputs": {n: len(v) for n, v in outputs.items()},
+              "accept": [], "num_colors": cfg.num_colors, "reads": [a for a, _ in reads],
+              "gap_prob": gap, "stall_prob": stall}
+    test_dir = run_bench(Wafer(cfg), name, "sim.bench_tile", params=params)
+    result = json.loads((test_dir / "result.json").read_text())
+    for n, words in outputs.items():
+        got = result["outputs"][n]
+        assert len(got) == len(words), f"{n}: {len(got)} words out, expected {len(words)}"
+        bad = [i for i in range(len(words)) if got[i] != words[i]]
+        assert not bad, (f"{n}: {len(bad)} words differ, first at {bad[0]}: "
+                         f"RTL {got[bad[0]]:#012x}, kernels {words[bad[0]]:#012x}")
+    got = result["reads"]
+    bad = [i for i, (_, v) in enumerate(reads) if got[i] != v]
+    assert not bad, (f"{len(bad)} read-backs differ, first at {reads[bad[0]][0]:#06x}: "
+                     f"RTL {got[bad[0]]:#x}, expected {reads[bad[0]][1]:#x}")
+    return result
+
+
+def status_reads(cfg, phase, **expected):
+    bits = mesh_tile_addr_bits(cfg)
+    stat = core_map(cfg)[1]
+    return [(tile_address(cfg, p, q, CORE_BASE + stat + STATUS[reg], bits), value)
+            for (p, q) in sorted(phase.plan["pes"]) for reg, value in expected.items()]
+
+
+def random_layer(rng, m, k, batch):
+    w16 = bf16_bits((rng.standard_normal((m, k)) * 0.5).astype(np.float32))
+    x16 = bf16_bits(np.maximum(rng.standard_normal((k, batch)), -0.2).astype(np.float32))
+    x16[0, :2] = [0x0000, 0x8000]        # +0 and -0 activations: the ReLU mask blocks both
+    dz16 = bf16_bits((rng.standard_normal((m, batch)) * 0.1).astype(np.float32))
+    return w16, x16, dz16
+
+
+def test_wafer_forward_last_layer():
+    """Last layer: fp32 logits (no ReLU, no rounding) leave at the east edge of every row."""
+    cfg = preset("system")
+    m, k, batch = 10, 13, 2 * cfg.lanes
+    w16, x16, _ = random_layer(np.random.default_rng(5), m, k, batch)
+    phase = compile_forward(cfg, m=m, k=k, batch=batch, x16=x16, last=True)
+    assert phase.out_edge == "east"
+    z = kernels.forward(w16, x16, (cfg.mesh_rows, cfg.mesh_cols))
+    assert (z < 0).any(), "the test needs negative logits (they must not be ReLU'd)"
+    outputs = {f"east_out__{p}": v for p, v in logits_expected_outputs(cfg, z).items()}
+    run_phase(cfg, "wafer_fwd_last", phase, weight_stream(w16), outputs,
+              status_reads(cfg, phase, FAULT=0, ACTIVE=0), gap=0.2, stall=0.3)
+
+
+@pytest.mark.parametrize("rows,cols,m,k", [(2, 2, 4, 10), (3, 2, 4, 7), (1, 2, 4, 6)])
+def test_wafer_backward_weight(rows, cols, m, k):
+    """dW = dZ X^T: DOT partials per PE, column chain south to north, rows of dW out of the
+    gradient mux as SwarmX TaggedWords (last on the final word), = kernels.backward_weight."""
+    cfg = preset("system", mesh_rows=rows, mesh_cols=cols)
+    batch = rows * cfg.lanes
+    _, x16, dz16 = random_layer(np.random.default_rng(rows * 7 + k), m, k, batch)
+    phase = compile_backward_weight(cfg, m=m, k=k, batch=batch, x16=x16, dz16=dz16)
+    dw = kernels.backward_weight(dz16, x16, (rows, cols)).view(np.uint32).ravel()
+    words = [int(v) | ((i == len(dw) - 1) << 32) for i, v in enumerate(dw)]
+    reads = status_reads(cfg, phase, FAULT=0, ACTIVE=0)
+    reads.append((adapter_base(cfg) + ADAPTER["G_SENT"], m * k))
+    run_phase(cfg, f"wafer_bw_{rows}x{cols}", phase, [], {"grads": words}, reads,
+              stall=0.3 if rows == 3 else 0.0)
+
+
+def test_wafer_backward_data():
+    """dZ_prev = mask(X) * bf16(W^T dZ): W streamed transposed, split by row over the columns,
+    FMAC over the stored dZ, VEC MASK + round into SRAM, = kernels.backward_data."""
+    cfg = preset("system", mesh_cols=3)
+    m, k, batch = 6, 11, 2 * cfg.lanes
+    L = cfg.lanes
+    w16, x16, dz16 = random_layer(np.random.default_rng(9), m, k, batch)
+    phase = compile_backward_data(cfg, m=m, k=k, batch=batch, x16=x16, dz16=dz16)
+    want = kernels.backward_data(w16, dz16, x16)
+    bits = mesh_tile_addr_bits(cfg)
+    reads = []
+    for (p, q), info in sorted(phase.plan["pes"].items()):
+        kept = want[info["k"].start:info["k"].stop, p * L:(p + 1) * L].astype(np.uint32) << 16
+        reads += [(tile_address(cfg, p, q, CORE_BASE + info["dx_base"] + i, bits), int(v))
+                  for i, v in enumerate(kept.ravel())]
+    reads += status_reads(cfg, phase, FAULT=0, ACTIVE=0)
+    reads.append((adapter_base(cfg) + ADAPTER["W_TAKEN"], m * k))
+    run_phase(cfg, "wafer_bd", phase, weight_stream(np.asarray(w16).T), {}, reads, gap=0.2)
+
+
 @pytest.mark.parametrize("changes,kw,match", [
     ({}, dict(m=8, k=16, batch=6), "batch must be 8"),
-    ({"num_colors": 2}, dict(m=8, k=16, batch=8), "needs 3 colors"),
+    ({"num_colors": 2}, dict(m=8, k=16, batch=8), "need 4 colors"),
     ({"num_tasks": 3}, dict(m=8, k=16, batch=8), "needs 4 task descriptors"),
     ({}, dict(m=8, k=1, batch=8), "cannot be split over 2 mesh columns"),
     ({"sram_words": 64, "sram_banks": 4}, dict(m=32, k=64, batch=8), "SRAM words"),
@@ -85,6 +175,11 @@ def test_wafer_forward(rows, cols, m, k, gap, stall):
 def test_compiler_refuses(changes, kw, match):
     with pytest.raises(WaferCompileError, match=match):
         compile_forward(preset("system", **changes), **kw)
+
+
+def test_backward_weight_refuses_partial_vectors():
+    with pytest.raises(WaferCompileError, match="not a multiple of lanes=4"):
+        compile_backward_weight(preset("system"), m=3, k=10, batch=8)
 
 
 def test_compiler_rejects_wrong_input_shape():
@@ -95,4 +190,6 @@ def test_compiler_rejects_wrong_input_shape():
 def test_wafer_too_many_tiles_for_the_bus():
     with pytest.raises(ConfigError, match="more tiles than the 16-bit configuration bus"):
         Wafer(preset("system", mesh_rows=5, mesh_cols=4))
-    Wafer(preset("system", mesh_rows=4, mesh_cols=4))   # fills the bus, adapters above tile 15
+    full = Wafer(preset("system", mesh_rows=4, mesh_cols=4))  # fills the bus; adapters above tile 15
+    assert full.config.mesh_rows == 4
+    full._MustUse__silence = True        # checked for construction only, not elaborated
