@@ -26,10 +26,11 @@ from models import pe
 
 __all__ = ["WaferCompileError", "WaferPhase", "compile_forward", "compile_backward_weight",
            "compile_backward_data", "forward_expected_outputs", "logits_expected_outputs",
-           "COLOR_GRAD"]
+           "COLOR_GRAD", "COLOR_DX0", "split_dx"]
 
 FORWARD_COLORS = 4      # weights, psum chain, results (models.pe.COLOR_*), gradient chain
 COLOR_GRAD = 3          # the backward-weight column chain (south to north)
+COLOR_DX0 = 4           # backward-data: column q sends dZ_prev west on COLOR_DX0 + q
 FORWARD_TASKS = 4       # descriptors 0..3 of models.pe.forward_kernel
 COUNT_LIMIT = 1 << 16   # descriptor count/reps/lo/hi fields and adapter counters are 16 bits
 
@@ -246,10 +247,16 @@ def compile_backward_data(cfg, *, m, k, batch, x16=None, dz16=None):
     down it): a PE has one accumulator row, so it FMACs over its stored ``dZ[M, B_p]``
     (``dz_base``) and finishes ``dX[k, B_p]`` after M wavelets, in the kernel's ascending-m
     order. A VEC MASK (A = the stored activation ``X[k, B_p]``, B = the fp32 row) + bf16 round
-    stores ``dZ_prev[K_q, B_p]`` at ``dx_base`` (one vector per k, bf16 in the upper half), where
-    the host (or the next phase) reads it. With ``x16`` / ``dz16`` the writes load them."""
+    stores ``dZ_prev[K_q, B_p]`` at ``dx_base`` (one vector per k, bf16 in the upper half) and
+    sends it out of the west edge of row p on color ``COLOR_DX0 + q`` (one color per column, so
+    the host can tell the interleaved columns apart). With ``x16`` / ``dz16`` the writes load
+    them."""
     _check_fit(cfg, m=m, k=k, batch=batch)
     P, Q, L = cfg.mesh_rows, cfg.mesh_cols, cfg.lanes
+    if cfg.num_colors < COLOR_DX0 + Q:
+        raise WaferCompileError(f"backward-data sends each column's dZ_prev west on its own "
+                                f"color: {COLOR_DX0 + Q} colors for {Q} columns, the router has "
+                                f"num_colors={cfg.num_colors}")
     k_slices = pe._split(k, Q)
     pes, routes = {}, {}
     for p in range(P):
@@ -261,6 +268,7 @@ def compile_backward_data(cfg, *, m, k, batch, x16=None, dz16=None):
             dx_base = acc_base + len(kq) * L
             descs = {
                 1: dict(op=pe.OP["VEC"], vmode=pe.VMODE["MASK"], enable=1, round=1, store=1,
+                        send=1, color=COLOR_DX0 + q,
                         dep_b_en=1, dep_b=0, a_base=x_base, a_stride=L, b_base=acc_base,
                         b_stride=L, count=1, reps=len(kq), lo=0, hi=len(kq), dst_base=dx_base),
                 0: dict(op=pe.OP["FMAC"], enable=1, color=pe.COLOR_W, a_base=dz_base,
@@ -268,7 +276,9 @@ def compile_backward_data(cfg, *, m, k, batch, x16=None, dz16=None):
             }
             pes[(p, q)] = {"descs": descs, "x_base": x_base, "dz_base": dz_base,
                            "dx_base": dx_base, "k": kq, "sram": dx_base + len(kq) * L}
-            routes[(p, q)] = [(pe.COLOR_W, "N", ["RAMP"] + (["S"] if p < P - 1 else []))]
+            routes[(p, q)] = [(pe.COLOR_W, "N", ["RAMP"] + (["S"] if p < P - 1 else [])),
+                              (COLOR_DX0 + q, "RAMP", ["W"])]
+            routes[(p, q)] += [(COLOR_DX0 + e, "E", ["W"]) for e in range(q + 1, Q)]
     plan = {"pes": pes, "routes": routes, "k_slices": k_slices, "edge_out": None}
     loads = {}
     for (p, q), info in pes.items():
@@ -304,3 +314,19 @@ def logits_expected_outputs(cfg, z):
     zb = np.asarray(z, dtype=np.float32).view(np.uint32)
     return {p: [(pe.COLOR_RESULT << 32) | int(v) for v in zb[:, p * L:(p + 1) * L].ravel()]
             for p in range(cfg.mesh_rows)}
+
+
+def split_dx(cfg, words, k):
+    """``dZ_prev[K, B_p]`` (uint16, ``k x lanes``) from the wavelet payloads one row's west edge
+    delivered in backward-data (columns interleaved, told apart by their colors)."""
+    L, Q = cfg.lanes, cfg.mesh_cols
+    k_slices = pe._split(k, Q)
+    out = np.zeros((k, L), dtype=np.uint16)
+    words = np.asarray(words, dtype=np.uint64)
+    colors = (words >> 32) & 0x1F
+    for q, sl in enumerate(k_slices):
+        mine = words[colors == COLOR_DX0 + q]
+        if len(mine) != len(sl) * L:
+            raise ValueError(f"column {q}: {len(mine)} dZ_prev words, expected {len(sl) * L}")
+        out[sl.start:sl.stop] = ((mine >> 16) & 0xFFFF).astype(np.uint16).reshape(len(sl), L)
+    return out
