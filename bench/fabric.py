@@ -20,7 +20,7 @@ from pathlib import Path
 
 from hdl.config import Config
 from hdl.wavelet import Port
-from models.fabric import FabricModel, walk, xy_routes
+from models.fabric import FabricModel, xy_routes
 from sim.bench_mesh import Scenario
 
 LOADS = (0.1, 0.25, 0.5, 0.75, 1.0)

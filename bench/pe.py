@@ -40,7 +40,8 @@ def _kernel(rows, cols, m, k, stall, sram_words=256):
     last_out = max(c[-1] for c in res["out_cycles"].values())
     window = last_out - first_in + 1
     stream = last_in - first_in + 1
-    return [f"{rows}x{cols}", m, k, max(len(s) for s in expect["plan"]["k_slices"]), stall, fmac * L, window, round(fmac * L / (pes * L * window), 4),
+    return [f"{rows}x{cols}", m, k, max(len(s) for s in expect["plan"]["k_slices"]), stall, fmac * L, window,
+            round(fmac * L / (pes * L * window), 4),
             round(fmac * L / (pes * L * stream), 4),
             round(res["sim_cycles"] / res["sim_seconds"])]
 

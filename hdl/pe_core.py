@@ -509,8 +509,8 @@ class PeCore(wiring.Component):
         end_b = d.b_base + minus1(d.reps) * d.b_stride + L
         end_dst = Mux(is_f, d.dst_base + d.reps * L,
                       d.dst_base + span * Mux(dot, d.count, L))
-        bad_range = ((((is_f | is_v) & (end_a > S)) | (uses_b & (end_b > S))
-                      | ((is_f | is_s | (is_v & d.store)) & (end_dst > S))))
+        bad_range = (((is_f | is_v) & (end_a > S)) | (uses_b & (end_b > S))
+                      | ((is_f | is_s | (is_v & d.store)) & (end_dst > S)))
         code = Signal(4)
         with m.If(d.op == Op.NOP):
             m.d.comb += code.eq(0)

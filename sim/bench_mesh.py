@@ -20,11 +20,10 @@ Log lines: ``I phase cycle input``, ``O phase cycle output payload``, ``R addr d
 at the start of each phase.
 """
 
-import random
 from collections import defaultdict
 from pathlib import Path
 
-from hdl.router import (ADDR_ERROR, ADDR_OUT_BLOCKED, ADDR_VC_BUSY, PORT_NAMES, route_addr)
+from hdl.router import ADDR_ERROR, ADDR_OUT_BLOCKED, ADDR_VC_BUSY, PORT_NAMES, route_addr
 from hdl.wavelet import Port
 from models.fabric import boundary_ports, walk
 
@@ -137,7 +136,9 @@ def fabric_verilog(name, cfg):
     ``mesh``: ``Mesh(cfg)`` at ``cfg``'s size), generated once per (sources, config): Amaranth
     takes seconds per router, and every bench of a session shares the result."""
     import hashlib
+
     import amaranth
+
     from hdl.mesh import Mesh
     from hdl.tops import build_top
     from sim.runner import BUILD, _locked, write_verilog
@@ -379,7 +380,7 @@ def scoreboard(routes, rows, cols, inputs, delivered):
     for _, port, w in delivered:
         got[(port, w[0] >> 24, w[1])].append(w)
     exp_by_id = {}
-    for (dst, src, color), ws in expected.items():
+    for (dst, _src, color), ws in expected.items():
         sid = ws[0][0] >> 24
         exp_by_id[(dst, sid, color)] = ws
     for key, ws in exp_by_id.items():

@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 import cocotb
-from cocotb.utils import get_sim_time
 from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
+from cocotb.utils import get_sim_time
 
 from sim import params
 from sim.clocking import PERIOD_NS, reset

@@ -13,14 +13,12 @@ import random
 import cocotb
 from cocotb.triggers import FallingEdge, Timer
 
-from hdl.router import (ADDR_ERROR, ADDR_OUT_BLOCKED, ADDR_PARAMS, ADDR_VC_BUSY, PORT_NAMES,
-                        route_addr)
+from hdl.router import ADDR_ERROR, ADDR_OUT_BLOCKED, ADDR_PARAMS, ADDR_VC_BUSY, PORT_NAMES, route_addr
 from hdl.wavelet import Port
-from models.fabric import (BAD_ADDR, BAD_COLOR, BAD_ROUTE, BUSY_REWRITE, NO_ROUTE, FabricModel,
-                           zero_load_latency)
+from models.fabric import BAD_ADDR, BAD_COLOR, BAD_ROUTE, BUSY_REWRITE, NO_ROUTE, FabricModel, zero_load_latency
 from sim import params
-from sim.clocking import reset
 from sim.bench_mesh import pack, unpack
+from sim.clocking import reset
 
 
 class Bench:

@@ -17,8 +17,7 @@ import cocotb
 import numpy as np
 from cocotb.triggers import FallingEdge
 
-from models.swarmx import (NodeCycleModel, SwarmxTiming, TreeCycleModel, node_reduce_latency,
-                           reduce_bits, reduce_last)
+from models.swarmx import NodeCycleModel, SwarmxTiming, TreeCycleModel, node_reduce_latency, reduce_bits, reduce_last
 from sim import params
 from sim.clocking import reset
 

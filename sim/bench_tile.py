@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 import cocotb
-from cocotb.utils import get_sim_time
 from cocotb.triggers import ClockCycles, RisingEdge
+from cocotb.utils import get_sim_time
 
 from sim import params
 from sim.bench_pe import cfg_read_all, cfg_write

@@ -10,7 +10,7 @@ below ``stall`` (0 = never, 128 = half the cycles). Cycle stamps count clock cyc
 last ``start`` (the cycle of the first possible transfer is 0).
 """
 
-from amaranth import Cat, Module, Signal
+from amaranth import Module, Signal
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 

@@ -26,7 +26,10 @@ def digits_experiment(hidden=(64,), mesh=(2, 2), systems=2, batch=16, epochs=4, 
     """Train both ways; returns a dict with per-epoch mean losses and final test accuracies."""
     x_tr, x_te, y_tr, y_te = load(seed)
     dims = (x_tr.shape[1], *hidden, 10)
-    make = lambda: build_memoryx(dims, optimizer=AdamW(lr=lr, weight_decay=1e-4), seed=seed)
+
+    def make():
+        return build_memoryx(dims, optimizer=AdamW(lr=lr, weight_decay=1e-4), seed=seed)
+
     exact = WaferTrainer(dims, make(), mesh=mesh, systems=systems, batch=batch)
     ref = Float32Trainer(dims, make())
     g = exact.global_batch

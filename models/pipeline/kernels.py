@@ -67,7 +67,8 @@ from models.numerics import bf16_bits, bf16_mul, chain_sum, fp32_add
 
 from .mapping import split
 
-__all__ = ["forward", "forward_partials", "weight_partials", "relu_bf16", "relu_pass", "softmax_xent", "backward_data", "backward_data_acc",
+__all__ = ["forward", "forward_partials", "weight_partials", "relu_bf16", "relu_pass", "softmax_xent",
+           "backward_data", "backward_data_acc",
            "backward_weight", "to_bf16"]
 
 # Elements per vectorized slab (bounds memory for big layers; the order does not depend on it).

@@ -38,7 +38,8 @@ def _get(table, key, kind, where):
           if kind == "ints" else isinstance(v, int) and not isinstance(v, bool) and v > 0 if kind == "int"
           else isinstance(v, str) and v)
     if not ok:
-        raise ConfigFileError(f"{where}.{key} must be {'a non-empty list of positive ints' if kind == 'ints' else 'a positive int' if kind == 'int' else 'a non-empty string'}, got {v!r}")
+        rule = {"ints": "a non-empty list of positive ints", "int": "a positive int"}.get(kind, "a non-empty string")
+        raise ConfigFileError(f"{where}.{key} must be {rule}, got {v!r}")
     return v
 
 
@@ -53,7 +54,8 @@ def load_config(path):
         raise ConfigFileError(f"{path}: {e}") from None
     unknown = set(cfg) - _SECTIONS
     if unknown:
-        raise ConfigFileError(f"{path}: unknown section(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(_SECTIONS))}")
+        raise ConfigFileError(f"{path}: unknown section(s) {', '.join(sorted(unknown))}; "
+                              f"known: {', '.join(sorted(_SECTIONS))}")
     try:
         params = TimingParams(**cfg.get("params", {}))
     except TypeError as e:
@@ -145,7 +147,8 @@ def analyse(params, cfg):
         if strong:
             cols += ["strong: batch/sys", "step cycles", "strong eff."]
         tables.append({"title": f"{net['name']} {net['dims']}: scaling over N systems (weak: batch "
-                                f"{net['batch']}/system" + (f"; strong: global batch {net['global_batch']})" if strong else ")"),
+                                f"{net['batch']}/system"
+                                + (f"; strong: global batch {net['global_batch']})" if strong else ")"),
                        "columns": cols, "rows": rows})
         nets.append({"name": net["name"], "dims": net["dims"], "batch": net["batch"],
                      "global_batch": net.get("global_batch"), "phases": _phase_rows(st),

@@ -9,8 +9,7 @@ from hdl.config import Config, ConfigError
 from hdl.mesh import Mesh
 from hdl.router import ADDR_ERROR, route_addr
 from hdl.wavelet import Port
-from models.fabric import (BAD_ROUTE, NO_ROUTE, FabricModel, walk, xy_routes,
-                           zero_load_latency)
+from models.fabric import BAD_ROUTE, NO_ROUTE, FabricModel, walk, xy_routes, zero_load_latency
 from sim.bench_mesh import Scenario, Traffic, random_flows, random_timing, random_traffic
 
 CFG = Config(num_colors=4, vc_depth=2)     # the 4x4 mesh under test: 4 colors, 2-deep VCs
@@ -86,7 +85,7 @@ def test_single_stream_and_broadcasts_sustain_one_per_cycle(tmp_path):
         ph = sc.phase({src: [((color << 24) | i, color, i & 1) for i in range(n)]})
     log = sc.run(tmp_path)
     assert not log.deadlocked, "\n".join(log.dump)
-    for ph, (src, dsts) in enumerate(cases):
+    for ph, (_src, dsts) in enumerate(cases):
         for dst in dsts:
             ts = [t for t, port, _ in log.delivered[ph] if port == dst]
             assert len(ts) == n and ts == list(range(ts[0], ts[0] + n)), \

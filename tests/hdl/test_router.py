@@ -10,9 +10,18 @@ from hdl.router import Router
 from hdl.tops import build_top
 from hdl.wavelet import Port
 from models.fabric import FabricModel, walk
-from sim.bench_mesh import (FabricPorts, Program, Traffic, fabric_verilog, random_flows,
-                            random_timing, random_traffic, run_harness, scoreboard)
-from sim.runner import BUILD, run_bench
+from sim.bench_mesh import (
+    FabricPorts,
+    Program,
+    Traffic,
+    fabric_verilog,
+    random_flows,
+    random_timing,
+    random_traffic,
+    run_harness,
+    scoreboard,
+)
+from sim.runner import run_bench
 
 
 @pytest.mark.parametrize("num_colors,vc_depth", [(4, 2), (24, 4)])

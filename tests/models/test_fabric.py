@@ -6,8 +6,19 @@ import random
 import pytest
 
 from hdl.wavelet import Port
-from models.fabric import (BAD_ADDR, BAD_ROUTE, BUSY_REWRITE, NO_ROUTE, Deadlock, FabricModel,
-                           boundary_ports, walk, xy_path, xy_routes, zero_load_latency)
+from models.fabric import (
+    BAD_ADDR,
+    BAD_ROUTE,
+    BUSY_REWRITE,
+    NO_ROUTE,
+    Deadlock,
+    FabricModel,
+    boundary_ports,
+    walk,
+    xy_path,
+    xy_routes,
+    zero_load_latency,
+)
 
 
 def _single(rows, cols, colors, flows, depth=2):

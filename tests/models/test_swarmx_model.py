@@ -4,9 +4,20 @@ import numpy as np
 import pytest
 
 from models.numerics import CANONICAL_NAN, bits, f32, fp32_add, fp32_add_bits
-from models.swarmx import (NEG_ZERO, NodeCycleModel, SwarmxTiming, TreeCycleModel, broadcast,
-                           node_children, reduce_bits, reduce_last, ring_allreduce_cycles,
-                           tree_depth, tree_levels, tree_vs_ring)
+from models.swarmx import (
+    NEG_ZERO,
+    NodeCycleModel,
+    SwarmxTiming,
+    TreeCycleModel,
+    broadcast,
+    node_children,
+    reduce_bits,
+    reduce_last,
+    ring_allreduce_cycles,
+    tree_depth,
+    tree_levels,
+    tree_vs_ring,
+)
 
 SPECIALS = np.array([0, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7FA00001, 0xFFC12345,
                      0x00000001, 0x80000001, 0x007FFFFF, 0x00800000, 0x7F7FFFFF, 0xFF7FFFFF,
@@ -164,7 +175,7 @@ def _ring_reference(n, words, hop):
         return 0
     steps, chunk = 2 * (n - 1), -(-words // n)
     prev = None
-    for s in range(steps):
+    for _ in range(steps):
         row = []
         for w in range(chunk):
             t = row[w - 1] + 1 if w else (prev[-1] + 1 if prev else 0)

@@ -8,7 +8,7 @@ from models.memoryx import SGD, AdamW
 from models.numerics import tree_sum
 from models.pipeline import kernels
 from models.pipeline.digits import digits_experiment, load
-from models.pipeline.training import (Float32Trainer, WaferTrainer, build_memoryx, system_gradients)
+from models.pipeline.training import Float32Trainer, WaferTrainer, build_memoryx, system_gradients
 
 DIMS = (64, 24, 16, 10)
 
@@ -47,7 +47,7 @@ def test_single_system_gradient_matches_float64_backprop():
     w64 = [kernels.bf16_mul(wi, np.full_like(wi, 0x3F80)).astype(np.float64) for wi in w]  # exact values
     a = [kernels.bf16_mul(x16, np.full_like(x16, 0x3F80)).astype(np.float64)]
     zs = []
-    for i, wi in enumerate(w64):
+    for wi in w64:
         zs.append(wi @ a[-1])
         a.append(np.maximum(zs[-1], 0))
     s = np.exp(zs[-1] - zs[-1].max(0)) / np.exp(zs[-1] - zs[-1].max(0)).sum(0)
