@@ -26,6 +26,14 @@ def run_system(run, *, console=False, run_name=None):
     out.mkdir(parents=True, exist_ok=True)
     x_tr, x_te, y_tr, y_te = load(run.seed)
     np.savez(out / DATA_FILE, x_train=x_tr, x_test=x_te, y_train=y_tr, y_test=y_te)
-    run_bench(SwarmxSystemHarness(run.systems, run.words), "system", "sim.bench_system",
-              params=run.as_dict(), testcase="train", console=console, run_name=run_name)
+    if run.wafer == "rtl":
+        from sim.system_rtl import harness_depths, rtl_config
+        from sim.system_rtl_harness import RtlSystemHarness
+        cfg = rtl_config(run)
+        top = RtlSystemHarness(cfg, **harness_depths(cfg, run.dims))
+        bench, name = "sim.bench_system_rtl", "system_rtl"
+    else:
+        top, bench, name = SwarmxSystemHarness(run.systems, run.words), "sim.bench_system", "system"
+    run_bench(top, name, bench, params=run.as_dict(), testcase="train", console=console,
+              run_name=run_name)
     return json.loads((out / "results.json").read_text())

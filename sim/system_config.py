@@ -15,6 +15,8 @@ OPTIMIZERS = {
 }
 
 DIGITS_FEATURES, DIGITS_CLASSES = 64, 10
+# "rtl": RTL wafers of PE tiles (sim/bench_system_rtl.py); "model": the golden wafer kernels.
+WAFERS = ("rtl", "model")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -24,7 +26,8 @@ class SystemRunConfig:
     ``batch``: samples per system per step; ``steps``; ``optimizer`` (adamw, adam, momentum, sgd)
     and ``lr``; ``stall``: random valid gaps and back-pressure at every player and recorder,
     0..255 (probability stall/256 per cycle); ``eval_every``: steps between held-out accuracy
-    evaluations; ``seed``; ``out_dir``."""
+    evaluations; ``seed``; ``out_dir``; ``wafer``: ``rtl`` (RTL wafers of PE tiles) or ``model``
+    (the golden wafer kernels, only SwarmX in RTL)."""
 
     dims: tuple = (64, 32, 10)
     mesh: tuple = (2, 2)
@@ -37,6 +40,7 @@ class SystemRunConfig:
     eval_every: int = 10
     seed: int = 0
     out_dir: str = "build/sim"
+    wafer: str = "model"
 
     def __post_init__(self):
         object.__setattr__(self, "dims", tuple(self.dims))
@@ -66,6 +70,8 @@ class SystemRunConfig:
             bad("stall", "must be in 0..255")
         if not isinstance(self.eval_every, int) or self.eval_every < 1:
             bad("eval_every", "must be >= 1")
+        if self.wafer not in WAFERS:
+            bad("wafer", f"must be one of {', '.join(WAFERS)}")
         if self.systems * self.batch > 1437:
             bad("batch", "times systems must fit the 1437 training digits")
 

@@ -42,7 +42,7 @@ class WaferCompileError(ValueError):
 @dataclass
 class WaferPhase:
     """One compiled phase: ``writes`` ``[(addr, word)]`` for the wafer's config bus (routes and
-    SRAM first, then descriptors consumers-first, then adapters), ``plan`` (models.pe plan),
+    SRAM first, then descriptors (:func:`_desc_writes`), then adapters), ``plan`` (models.pe plan),
     ``out_edge`` (``"west"``/``"east"``), ``weight_words`` (the weight stream's length)."""
     name: str
     writes: list = field(default_factory=list)
@@ -80,11 +80,28 @@ def _route_writes(cfg, plan, bits):
     return out
 
 
+def _commit_order(descs):
+    """Descriptor indices in a safe commit order for a PE that may hold a previous phase's
+    descriptors (whose ``done`` counters are stale): FMAC/STORE first (committing resets their
+    counters), then VECs that wait on them, then VECs without dependencies (they start at once)."""
+    def rank(t):
+        d = descs[t]
+        if d.get("op") != pe.OP["VEC"]:
+            return 0
+        return 1 if (d.get("dep_a_en") or d.get("dep_b_en") or not d.get("enable")) else 2
+    return sorted(descs, key=lambda t: (rank(t), t))
+
+
 def _desc_writes(cfg, plan, bits):
+    """First stop every descriptor slot of every PE (word 0 = NOP), then commit the phase's
+    descriptors tile by tile (north-west first), each in :func:`_commit_order`."""
     out = []
-    S = cfg.sram_words
+    S, T = cfg.sram_words, cfg.num_tasks
+    for (p, q) in sorted(plan["pes"]):
+        out += [(tile_address(cfg, p, q, CORE_BASE + pe.desc_addr(S, t, 0), bits), 0)
+                for t in range(T)]
     for (p, q), info in sorted(plan["pes"].items()):
-        for t in sorted(info["descs"], reverse=True):     # consumers before their producers
+        for t in _commit_order(info["descs"]):
             words = pe.encode(**info["descs"][t])
             for w in (1, 2, 3, 4, 5, 0):                  # word 0 last: it commits
                 out.append((tile_address(cfg, p, q, CORE_BASE + pe.desc_addr(S, t, w), bits),

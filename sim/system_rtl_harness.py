@@ -1,0 +1,99 @@
+"""Simulation top of the RTL-wafer system bench: memory-backed players and recorders around
+:class:`hdl.system.System` (SwarmX tree + N RTL wafers), so whole phases run without Python on the
+per-cycle path.
+
+::
+
+    bcast_player --> System.weights            System.grads --> root_rec
+    cfg_player<n> --> System.cfg[n]            (one (addr, data) write per cycle)
+    System.west_out[n][p] --> west_rec<n>_<p>  System.east_out[n][p] --> east_rec<n>_<p>
+
+A phase is two pulses: ``start`` clears the recorders and starts the configuration players
+(``cfg_count`` writes each, all wafers the same count); when ``cfg_done`` is high, ``go`` starts
+the broadcast player (``bcast_count`` words); ``done`` (registered) rises when every player has
+finished and ``root_rec`` holds ``root_count`` words and every west / east recorder holds
+``west_count`` / ``east_count``. ``cfg_cycles``: cycles from ``start`` until the configuration
+players finished; ``run_cycles``: cycles from ``go`` until ``done``'s condition first held.
+``overflow`` (a recorder overflowed), ``error`` (SwarmX last mismatch or a router error),
+``fault`` (a PE core fault). ``stall`` (0..255): LFSR stalls at the weight player and recorders.
+"""
+
+from amaranth import Module, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from hdl.system import System
+from hdl.wavelet import TaggedWord, Wavelet
+
+from .stream_player import StreamPlayer, StreamRecorder
+
+__all__ = ["RtlSystemHarness", "CfgWrite", "cfg_word"]
+
+CfgWrite = data.StructLayout({"addr": 16, "data": 32})
+
+
+def cfg_word(addr, value):
+    """A configuration player's memory word for ``(addr, value)``."""
+    return (int(addr) & 0xFFFF) | ((int(value) & 0xFFFFFFFF) << 16)
+
+
+class RtlSystemHarness(wiring.Component):
+    def __init__(self, cfg, *, cfg_depth, bcast_depth, root_depth, edge_depth):
+        self._cfg = cfg
+        self._depths = cfg_depth, bcast_depth, root_depth, edge_depth
+        super().__init__({
+            "start": In(1), "go": In(1), "cfg_count": In(32), "bcast_count": In(32),
+            "root_count": In(32), "west_count": In(32), "east_count": In(32), "stall": In(8),
+            "cfg_done": Out(1), "done": Out(1), "overflow": Out(1), "error": Out(1),
+            "fault": Out(1), "cfg_cycles": Out(32), "run_cycles": Out(32),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._cfg
+        n, P = cfg.swarmx_leaves, cfg.mesh_rows
+        cfg_depth, bcast_depth, root_depth, edge_depth = self._depths
+        m.submodules.system = system = System(cfg)
+        m.submodules.bcast_player = bp = StreamPlayer(TaggedWord, bcast_depth, seed=0x1D)
+        m.submodules.root_rec = rr = StreamRecorder(TaggedWord, root_depth, seed=0x2B)
+        wiring.connect(m, bp.o, system.weights)
+        wiring.connect(m, system.grads, rr.i)
+        m.d.comb += [bp.start.eq(self.go), bp.count.eq(self.bcast_count), bp.stall.eq(self.stall)]
+
+        cfg_busy, complete, overflow = 0, rr.count == self.root_count, rr.overflow
+        recorders = [rr]
+        for i in range(n):
+            cp = StreamPlayer(CfgWrite, cfg_depth, seed=0x33 + i)
+            m.submodules[f"cfg_player{i}"] = cp
+            bus = system.cfg[i]
+            m.d.comb += [cp.start.eq(self.start), cp.count.eq(self.cfg_count), cp.stall.eq(0),
+                         cp.o.ready.eq(1), bus.addr.eq(cp.o.payload.addr),
+                         bus.wdata.eq(cp.o.payload.data), bus.we.eq(cp.o.valid)]
+            cfg_busy = cfg_busy | cp.busy
+            for p in range(P):
+                for side, count in (("west", self.west_count), ("east", self.east_count)):
+                    rec = StreamRecorder(Wavelet, edge_depth, seed=0x101 + 17 * i + 5 * p)
+                    m.submodules[f"{side}_rec{i}_{p}"] = rec
+                    wiring.connect(m, getattr(system, f"{side}_out")[i][p], rec.i)
+                    complete = complete & (rec.count == count)
+                    overflow = overflow | rec.overflow
+                    recorders.append(rec)
+        for rec in recorders:
+            m.d.comb += [rec.start.eq(self.start), rec.stall.eq(self.stall)]
+
+        cfg_finished = Signal()
+        m.d.comb += cfg_finished.eq(~cfg_busy & ~self.start)
+        finished = Signal()
+        m.d.comb += finished.eq(cfg_finished & ~bp.busy & ~self.go & complete)
+        m.d.sync += [self.cfg_done.eq(cfg_finished), self.done.eq(finished),
+                     self.overflow.eq(overflow)]
+        with m.If(self.start):
+            m.d.sync += self.cfg_cycles.eq(0)
+        with m.Elif(cfg_busy):
+            m.d.sync += self.cfg_cycles.eq(self.cfg_cycles + 1)
+        with m.If(self.go):
+            m.d.sync += self.run_cycles.eq(1)
+        with m.Elif(~finished):
+            m.d.sync += self.run_cycles.eq(self.run_cycles + 1)
+        m.d.comb += [self.error.eq(system.error), self.fault.eq(system.fault)]
+        return m
