@@ -40,13 +40,20 @@ def parse_args(argv):
                     help="random gaps/back-pressure on every SwarmX port, 0..255 (default %(default)s)")
     ap.add_argument("--eval-every", type=int, default=d.eval_every, help="steps between test evaluations")
     ap.add_argument("--seed", type=int, default=d.seed)
+    ap.add_argument("--wafer", default=d.wafer, choices=("rtl", "model"),
+                    help="rtl: RTL wafers of PE tiles (batch must be mesh rows x 4 lanes); model: "
+                         "golden wafer kernels, only SwarmX in RTL (default %(default)s)")
     ap.add_argument("--out", default=str(ROOT / d.out_dir), help="output folder (default build/sim)")
     args = ap.parse_args(argv)
     try:
-        return SystemRunConfig(dims=args.dims, mesh=args.mesh, systems=args.systems, batch=args.batch,
+        run = SystemRunConfig(dims=args.dims, mesh=args.mesh, systems=args.systems, batch=args.batch,
                                steps=args.steps, optimizer=args.optimizer, lr=args.lr, stall=args.stall,
-                               eval_every=args.eval_every, seed=args.seed,
+                               eval_every=args.eval_every, seed=args.seed, wafer=args.wafer,
                                out_dir=str(Path(args.out).resolve()))
+        if run.wafer == "rtl":
+            from sim.system_rtl import rtl_config
+            rtl_config(run)             # the wafer hardware must be able to run it
+        return run
     except ValueError as e:
         ap.error(str(e))
 
@@ -63,17 +70,56 @@ def plot(results, path):
     ax1b.plot(*zip(*acc), "o-", color="tab:green", label="held-out accuracy")
     ax1.set_xlabel("step"), ax1.set_ylabel("loss"), ax1b.set_ylabel("accuracy")
     ax1.set_title("training (bit-exact with the golden model)")
-    phases = results["wafer_model_step"]["phases"]
-    labels = [f"L{p['layer']} {p['phase'][:3]}" for p in phases]
-    ax2.bar(labels, [p["utilization"] for p in phases])
-    ax2.set_ylim(0, 1), ax2.set_ylabel("FMAC utilization (timing model)")
-    ax2.set_title("wafer phases")
+    if results.get("wafer") == "rtl":
+        phases = results["phases"]
+        labels = [f"L{p['layer']} {p['phase'].replace('backward-', 'b')[:5]}" for p in phases]
+        xs = range(len(phases))
+        ax2.bar([x - 0.2 for x in xs], [p["run_cycles"] for p in phases], 0.4, label="RTL run")
+        ax2.bar([x + 0.2 for x in xs], [p["config_cycles"] for p in phases], 0.4,
+                label="RTL configuration")
+        ax2.set_xticks(list(xs), labels)
+        ax2.set_ylabel("cycles"), ax2.legend()
+        ax2.set_title(f"RTL wafer phases (utilization {results['utilization']:.3f})")
+    else:
+        phases = results["wafer_model_step"]["phases"]
+        labels = [f"L{p['layer']} {p['phase'][:3]}" for p in phases]
+        ax2.bar(labels, [p["utilization"] for p in phases])
+        ax2.set_ylim(0, 1), ax2.set_ylabel("FMAC utilization (timing model)")
+        ax2.set_title("wafer phases")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
+def summary_rtl(run, results, wall):
+    steps = results["steps"]
+    last = steps[-1]
+    accs = [s["test_accuracy"] for s in steps if "test_accuracy" in s]
+    hw = results["hardware"]
+    print("\nweightstream system simulation (RTL wafers)")
+    print(f"  network          {'-'.join(map(str, run.dims))} on digits, {run.systems} systems x batch "
+          f"{run.batch}, {run.mesh[0]}x{run.mesh[1]} PEs per wafer, {run.optimizer} lr {run.lr}")
+    print(f"  RTL in the loop  SwarmX tree + {run.systems} wafers of {run.mesh[0]}x{run.mesh[1]} PE "
+          f"tiles ({hw['lanes']} lanes, {hw['sram_words']} SRAM words, {hw['num_colors']} colors) "
+          f"under Icarus; MemoryX and the host are Python")
+    print("  loss per step    " + " ".join(f"{s['loss']:.3f}" for s in steps))
+    print(f"  held-out acc     {accs[0]:.3f} -> {accs[-1]:.3f} ({len(accs)} evaluations)")
+    print(f"  bit-exact        loss and every master weight equal to the golden pipeline model "
+          f"after every step")
+    print(f"  cycles per phase (step {last['step']}; configuration + run; timing model in brackets)")
+    for p in results["phases"]:
+        print(f"    layer {p['layer']} {p['phase']:<16} {p['config_cycles']:6d} + {p['run_cycles']:6d}"
+              f"   [{p['model_cycles']}]")
+    print(f"  step             {last['cycles']} cycles, FMAC lane utilization "
+          f"{results['utilization']:.3f}")
+    print(f"  simulation       {results['simulated_cycles']} RTL cycles, "
+          f"{results['cycles_per_second']:,.0f} cycles/s; wall {wall:.1f} s")
+    print(f"  outputs          {Path(run.out_dir) / 'results.json'}, loss.png, weights.safetensors")
+
+
 def summary(run, results, wall):
+    if results.get("wafer") == "rtl":
+        return summary_rtl(run, results, wall)
     steps = results["steps"]
     last = steps[-1]
     accs = [s["test_accuracy"] for s in steps if "test_accuracy" in s]

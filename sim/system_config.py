@@ -32,15 +32,15 @@ class SystemRunConfig:
     dims: tuple = (64, 32, 10)
     mesh: tuple = (2, 2)
     systems: int = 2
-    batch: int = 16
-    steps: int = 100
+    batch: int = 8
+    steps: int = 8
     optimizer: str = "adamw"
-    lr: float = 3e-3
+    lr: float = 1e-2
     stall: int = 0
-    eval_every: int = 10
+    eval_every: int = 2
     seed: int = 0
     out_dir: str = "build/sim"
-    wafer: str = "model"
+    wafer: str = "rtl"
 
     def __post_init__(self):
         object.__setattr__(self, "dims", tuple(self.dims))

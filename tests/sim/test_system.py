@@ -10,7 +10,8 @@ from sim.system_config import SystemRunConfig
 @pytest.mark.parametrize("systems,stall,optimizer", [(2, 0, "adamw"), (3, 96, "momentum")])
 def test_system_training(tmp_path, systems, stall, optimizer):
     run = SystemRunConfig(dims=(64, 12, 10), systems=systems, batch=8, steps=3, stall=stall,
-                          optimizer=optimizer, eval_every=3, out_dir=str(tmp_path))
+                          optimizer=optimizer, eval_every=3, out_dir=str(tmp_path),
+                          wafer="model")
     results = run_system(run)
     assert [s["step"] for s in results["steps"]] == [1, 2, 3]
     assert (tmp_path / "weights.safetensors").stat().st_size > 4 * run.words
@@ -22,10 +23,30 @@ def test_system_training(tmp_path, systems, stall, optimizer):
             assert s["swarmx_broadcast_cycles"] > s["model_broadcast_cycles"]
 
 
+def test_system_training_rtl_wafers(tmp_path):
+    """The default bench in small: N = 2 RTL wafers of 2 x 2 PE tiles under the SwarmX RTL; the
+    bench itself asserts the loss and every master weight bit-exact after every step."""
+    run = SystemRunConfig(dims=(64, 8, 10), systems=2, batch=8, steps=2, eval_every=2,
+                          out_dir=str(tmp_path), wafer="rtl")
+    results = run_system(run)
+    assert [s["step"] for s in results["steps"]] == [1, 2]
+    kinds = [(p["phase"], p["layer"]) for p in results["phases"]]
+    assert kinds == [("forward", 0), ("forward", 1), ("backward-data", 1),
+                     ("backward-weight", 1), ("backward-weight", 0)]
+    assert all(p["run_cycles"] > 0 for p in results["phases"])
+    assert (tmp_path / "weights.safetensors").stat().st_size > 4 * run.words
+
+
+def test_rtl_wafer_refuses_batch():
+    from sim.system_rtl import rtl_config
+    with pytest.raises(ValueError, match="batch per system must be 8"):
+        rtl_config(SystemRunConfig(batch=16, wafer="rtl"))
+
+
 @pytest.mark.parametrize("field,value,message", [
     ("dims", (32, 10), "must start with 64"), ("systems", 0, "systems must be in 1..16"),
     ("mesh", (2,), "two positive ints"), ("optimizer", "lamb", "must be one of"),
-    ("stall", 256, "0..255"),
+    ("stall", 256, "0..255"), ("wafer", "fpga", "wafer must be one of"),
 ])
 def test_bad_options(field, value, message):
     with pytest.raises(ValueError, match=message):
