@@ -72,7 +72,8 @@ def plot(results, path):
     ax1.set_title("training (bit-exact with the golden model)")
     if results.get("wafer") == "rtl":
         phases = results["phases"]
-        labels = [f"L{p['layer']} {p['phase'].replace('backward-', 'b')[:5]}" for p in phases]
+        short = {"forward": "fwd", "backward-data": "bwd-data", "backward-weight": "bwd-wgt"}
+        labels = [f"L{p['layer']} {short[p['phase']]}" for p in phases]
         xs = range(len(phases))
         ax2.bar([x - 0.2 for x in xs], [p["run_cycles"] for p in phases], 0.4, label="RTL run")
         ax2.bar([x + 0.2 for x in xs], [p["config_cycles"] for p in phases], 0.4,
