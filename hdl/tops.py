@@ -13,6 +13,7 @@ from .router import Router
 from .skid_buffer import SkidBuffer
 from .swarmx import SwarmxTree
 from .tile import Tile
+from .system import System
 from .wafer import Wafer
 from .wavelet import Wavelet
 
@@ -40,6 +41,10 @@ TOPS = {
     # Wafer: mesh_rows x mesh_cols PE tiles + SwarmX weight/gradient adapters + host edges
     # (DESIGN.md 5, 6; README "The system simulation").
     "wafer": lambda cfg: Wafer(_pe_banks(cfg)),
+    # System: SwarmX tree + 2 wafers of 2x2 PE tiles, the `make sim` default size (other fields
+    # from cfg; any size: hdl.system.System(cfg)) (DESIGN.md 2, 7; README "The system simulation").
+    "system": lambda cfg: System(_pe_banks(cfg.replace(mesh_rows=2, mesh_cols=2,
+                                                       swarmx_leaves=2))),
 }
 
 

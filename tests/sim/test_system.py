@@ -24,10 +24,11 @@ def test_system_training(tmp_path, systems, stall, optimizer):
 
 
 def test_system_training_rtl_wafers(tmp_path):
-    """The default bench in small: N = 2 RTL wafers of 2 x 2 PE tiles under the SwarmX RTL; the
-    bench itself asserts the loss and every master weight bit-exact after every step."""
+    """The default bench in small: N = 2 RTL wafers of 2 x 2 PE tiles under the SwarmX RTL, with
+    random gaps at the weight player and back-pressure at every recorder; the bench itself
+    asserts the loss and every master weight bit-exact after every step."""
     run = SystemRunConfig(dims=(64, 8, 10), systems=2, batch=8, steps=2, eval_every=2,
-                          out_dir=str(tmp_path), wafer="rtl")
+                          stall=64, out_dir=str(tmp_path), wafer="rtl")
     results = run_system(run)
     assert [s["step"] for s in results["steps"]] == [1, 2]
     kinds = [(p["phase"], p["layer"]) for p in results["phases"]]
