@@ -107,10 +107,12 @@ def summary_rtl(run, results, wall):
     print(f"  held-out acc     {accs[0]:.3f} -> {accs[-1]:.3f} ({len(accs)} evaluations)")
     print(f"  bit-exact        loss and every master weight equal to the golden pipeline model "
           f"after every step")
-    print(f"  cycles per phase (step {last['step']}; configuration + run; timing model in brackets)")
+    print(f"  cycles per phase (step {last['step']}): configuration + run [timing model's phase]; "
+          f"weights streamed in")
     for p in results["phases"]:
+        stream = f"{p['stream_cycles']}" if p["stream_cycles"] else "-"
         print(f"    layer {p['layer']} {p['phase']:<16} {p['config_cycles']:6d} + {p['run_cycles']:6d}"
-              f"   [{p['model_cycles']}]")
+              f"  [{p['model_cycles']:6d}]  {stream}")
     print(f"  step             {last['cycles']} cycles, FMAC lane utilization "
           f"{results['utilization']:.3f}")
     print(f"  simulation       {results['simulated_cycles']} RTL cycles, "

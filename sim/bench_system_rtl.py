@@ -16,8 +16,9 @@ Each training step, for every phase (compiled by :mod:`sim.wafer_compiler`):
 3. **Host.** Softmax cross-entropy and its bf16 ``dZ`` (``kernels.softmax_xent``) on the logits
    each wafer produced; MemoryX applies the optimizer to the reduced gradients the RTL produced.
 4. **Check.** A golden ``WaferTrainer`` takes the same step; the loss and every fp32 master
-   weight must be equal bit for bit. The cycles of every phase are recorded next to the timing
-   model's (``models.pipeline.timing``); README explains the difference.
+   weight must be equal bit for bit. The cycles of every phase (and of its weight stream, at least
+   ``M*K``) are recorded next to the timing model's (``models.pipeline.timing``); README explains
+   the difference.
 
 Parameters: :class:`sim.system_config.SystemRunConfig` (``wafer = "rtl"``). Writes
 ``results.json`` and ``weights.safetensors`` into ``out_dir``.
@@ -82,7 +83,9 @@ def _faults(dut):
 
 
 async def _phase(dut, phases, stream, *, root=0, west=0, east=0, what):
-    """Configure every wafer with its phase, then stream ``stream`` (tagged words) and wait."""
+    """Configure every wafer with its phase, then stream ``stream`` (tagged words) and wait.
+    Returns (configuration cycles, run cycles, cycles from the first to the last weight word)."""
+    stream_words = stream
     counts = {len(ph.writes) for ph in phases}
     assert len(counts) == 1, f"{what}: wafers got different write counts {counts}"
     for i, ph in enumerate(phases):
@@ -103,7 +106,10 @@ async def _phase(dut, phases, stream, *, root=0, west=0, east=0, what):
     assert not int(dut.fault.value), f"{what}: a PE core raised a fault"
     assert not int(dut.error.value), f"{what}: a router or SwarmX raised an error"
     assert not int(dut.overflow.value), f"{what}: a recorder overflowed (extra words)"
-    return cfg_cycles, int(dut.run_cycles.value)
+    stream = 0
+    if len(stream_words):
+        stream = int(dut.bcast_player.last_stamp.value) - int(dut.bcast_player.first_stamp.value) + 1
+    return cfg_cycles, int(dut.run_cycles.value), stream
 
 
 @cocotb.test()
@@ -153,9 +159,9 @@ async def train(dut):
             progs = [compile_forward(cfg, m=m, k=k, batch=B, x16=acts[i][l], last=last)
                      for i in range(n)]
             counts = {"east" if last else "west": m * L}
-            c, r = await _phase(dut, progs, _tagged([w16[l]]), what=f"forward layer {l}",
-                                **counts)
-            phases.append(("forward", l, c, r))
+            c, r, st = await _phase(dut, progs, _tagged([w16[l]]), what=f"forward layer {l}",
+                                    **counts)
+            phases.append(("forward", l, c, r, st))
             for i in range(n):
                 words = edge_words(east[i] if last else west[i], m * L)
                 rows = np.concatenate([(w & 0xFFFFFFFF).astype(np.uint32).reshape(m, L)
@@ -181,15 +187,16 @@ async def train(dut):
             if l > 0:
                 progs = [compile_backward_data(cfg, m=m, k=k, batch=B, x16=acts[i][l],
                                                dz16=dz[i]) for i in range(n)]
-                c, r = await _phase(dut, progs, _tagged([np.ascontiguousarray(w16[l].T)]),
-                                    west=k * L, what=f"backward-data layer {l}")
-                phases.append(("backward-data", l, c, r))
+                c, r, st = await _phase(dut, progs, _tagged([np.ascontiguousarray(w16[l].T)]),
+                                        west=k * L, what=f"backward-data layer {l}")
+                phases.append(("backward-data", l, c, r, st))
                 dz_prev = [np.concatenate([split_dx(cfg, w, k) for w in edge_words(west[i], k * L)],
                                           axis=1) for i in range(n)]
             progs = [compile_backward_weight(cfg, m=m, k=k, batch=B, x16=acts[i][l], dz16=dz[i])
                      for i in range(n)]
-            c, r = await _phase(dut, progs, [], root=m * k, what=f"backward-weight layer {l}")
-            phases.append(("backward-weight", l, c, r))
+            c, r, st = await _phase(dut, progs, [], root=m * k,
+                                    what=f"backward-weight layer {l}")
+            phases.append(("backward-weight", l, c, r, st))
             got = _read(dut.root_rec.mem, m * k)
             lasts = (got >> 32) & 1
             assert lasts[-1] == 1 and not lasts[:-1].any(), \
@@ -209,11 +216,17 @@ async def train(dut):
                                      f"weights differ from the golden pipeline model")
         loss = float(np.mean(losses))
         assert loss == ref.loss, (loss, ref.loss)
-        step_cycles = sum(c + r for _, _, c, r in phases)
+        # A weight stream can never beat one SwarmX word per cycle (the timing model's stream
+        # term M * K); how far each one stays above it is recorded (README explains why).
+        for ph, l, _, _, st in phases:
+            if ph != "backward-weight":
+                mk = dims[l + 1] * dims[l]
+                assert st >= mk, f"step {step}: {ph} layer {l}: {mk} weights in {st} cycles"
+        step_cycles = sum(c + r for _, _, c, r, _ in phases)
         sim_cycles += step_cycles
         record = {"step": step + 1, "loss": loss, "cycles": step_cycles,
-                  "phases": [{"phase": ph, "layer": l, "config_cycles": c, "run_cycles": r}
-                             for ph, l, c, r in phases]}
+                  "phases": [{"phase": ph, "layer": l, "config_cycles": c, "run_cycles": r,
+                              "stream_cycles": st} for ph, l, c, r, st in phases]}
         if (step + 1) % run.eval_every == 0 or step + 1 == run.steps:
             record["test_accuracy"] = float(np.mean(golden.predict(x_te) == y_te))
         history.append(record)
