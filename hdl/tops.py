@@ -12,8 +12,8 @@ from .pe_core import PeCore
 from .router import Router
 from .skid_buffer import SkidBuffer
 from .swarmx import SwarmxTree
-from .tile import Tile
 from .system import System
+from .tile import Tile
 from .wafer import Wafer
 from .wavelet import Wavelet
 

@@ -105,8 +105,8 @@ def summary_rtl(run, results, wall):
           f"under Icarus; MemoryX and the host are Python")
     print("  loss per step    " + " ".join(f"{s['loss']:.3f}" for s in steps))
     print(f"  held-out acc     {accs[0]:.3f} -> {accs[-1]:.3f} ({len(accs)} evaluations)")
-    print(f"  bit-exact        loss and every master weight equal to the golden pipeline model "
-          f"after every step")
+    print("  bit-exact        loss and every master weight equal to the golden pipeline model "
+          "after every step")
     print(f"  cycles per phase (step {last['step']}): configuration + run [timing model's phase]; "
           f"weights streamed in")
     for p in results["phases"]:
@@ -134,7 +134,7 @@ def summary(run, results, wall):
           f"{results['adder_latency']}) under Icarus; MemoryX, host and wafers are golden models")
     print(f"  loss             {steps[0]['loss']:.4f} (step 1) -> {last['loss']:.4f} (step {last['step']})")
     print(f"  held-out acc     {accs[0]:.3f} -> {accs[-1]:.3f} ({len(accs)} evaluations)")
-    print(f"  bit-exact        every master weight equal to the golden pipeline model after every step")
+    print("  bit-exact        every master weight equal to the golden pipeline model after every step")
     print(f"  SwarmX cycles    broadcast {last['swarmx_broadcast_cycles']} (model "
           f"{last['model_broadcast_cycles']}), reduce {last['swarmx_reduce_cycles']} (model "
           f"{last['model_reduce_cycles']}) for {results['words_per_phase']} words")

@@ -16,9 +16,15 @@ from hdl.wafer import ADAPTER, Wafer, adapter_base
 from models.numerics import bf16_bits
 from models.pipeline import kernels
 from sim.runner import run_bench
-from sim.wafer_compiler import (WaferCompileError, compile_backward_data, compile_backward_weight,
-                                compile_forward, forward_expected_outputs,
-                                logits_expected_outputs, split_dx)
+from sim.wafer_compiler import (
+    WaferCompileError,
+    compile_backward_data,
+    compile_backward_weight,
+    compile_forward,
+    forward_expected_outputs,
+    logits_expected_outputs,
+    split_dx,
+)
 
 
 def weight_stream(w16):
