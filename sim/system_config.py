@@ -35,7 +35,7 @@ class SystemRunConfig:
     batch: int = 8
     steps: int = 8
     optimizer: str = "adamw"
-    lr: float = 1e-2
+    lr: float = 3e-2
     stall: int = 0
     eval_every: int = 2
     seed: int = 0
