@@ -16,9 +16,12 @@ Each training step, for every phase (compiled by :mod:`sim.wafer_compiler`):
 3. **Host.** Softmax cross-entropy and its bf16 ``dZ`` (``kernels.softmax_xent``) on the logits
    each wafer produced; MemoryX applies the optimizer to the reduced gradients the RTL produced.
 4. **Check.** A golden ``WaferTrainer`` takes the same step; the loss and every fp32 master
-   weight must be equal bit for bit. The cycles of every phase (and of its weight stream, at least
-   ``M*K``) are recorded next to the timing model's (``models.pipeline.timing``); README explains
-   the difference.
+   weight must be equal bit for bit. The configuration and run cycles of every phase are checked
+   against the timing model of this schedule (``models.pipeline.rtl_schedule``): with
+   ``stall = 0`` equal where the model is exact (configuration of every phase; backward-data run),
+   at least the model's lower bound elsewhere (forward, backward-weight run); with stalls at
+   least the model's figure. Each weight stream takes at least ``M*K`` cycles. The pipelined
+   architecture model (``models.pipeline.timing``) is kept in ``results.json`` for reference.
 
 Parameters: :class:`sim.system_config.SystemRunConfig` (``wafer = "rtl"``). Writes
 ``results.json`` and ``weights.safetensors`` into ``out_dir``.
@@ -32,9 +35,11 @@ import cocotb
 import numpy as np
 from cocotb.triggers import RisingEdge, with_timeout
 
+from hdl.fp32_add import Fp32Add
 from models.memoryx import export_safetensors
 from models.numerics import f32
 from models.pipeline import kernels
+from models.pipeline.rtl_schedule import RtlHardware, step_schedule
 from models.pipeline.timing import TimingParams, step_timing
 from models.pipeline.training import WaferTrainer, build_memoryx, layer_names
 from sim import params
@@ -132,7 +137,8 @@ async def train(dut):
     model_step = step_timing(dims, B, n, TimingParams(
         mesh_rows=P, mesh_cols=cfg.mesh_cols, lanes=L, weight_words_per_cycle=1.0,
         grad_words_per_cycle=1.0, memoryx_optimizer=run.optimizer))
-    model_cycles = {(p.phase, p.layer): p.cycles for p in model_step.forward + model_step.backward}
+    hw = RtlHardware(mesh_rows=P, mesh_cols=cfg.mesh_cols, lanes=L, systems=n,
+                     swarmx_adder_latency=Fp32Add.LATENCY)
 
     dut.stall.value = run.stall
     for name in ("start", "go", "cfg_count", "bcast_count", "root_count", "west_count",
@@ -161,7 +167,7 @@ async def train(dut):
             counts = {"east" if last else "west": m * L}
             c, r, st = await _phase(dut, progs, _tagged([w16[l]]), what=f"forward layer {l}",
                                     **counts)
-            phases.append(("forward", l, c, r, st))
+            phases.append(("forward", l, c, r, st, len(progs[0].writes)))
             for i in range(n):
                 words = edge_words(east[i] if last else west[i], m * L)
                 rows = np.concatenate([(w & 0xFFFFFFFF).astype(np.uint32).reshape(m, L)
@@ -189,14 +195,14 @@ async def train(dut):
                                                dz16=dz[i]) for i in range(n)]
                 c, r, st = await _phase(dut, progs, _tagged([np.ascontiguousarray(w16[l].T)]),
                                         west=k * L, what=f"backward-data layer {l}")
-                phases.append(("backward-data", l, c, r, st))
+                phases.append(("backward-data", l, c, r, st, len(progs[0].writes)))
                 dz_prev = [np.concatenate([split_dx(cfg, w, k) for w in edge_words(west[i], k * L)],
                                           axis=1) for i in range(n)]
             progs = [compile_backward_weight(cfg, m=m, k=k, batch=B, x16=acts[i][l], dz16=dz[i])
                      for i in range(n)]
             c, r, st = await _phase(dut, progs, [], root=m * k,
                                     what=f"backward-weight layer {l}")
-            phases.append(("backward-weight", l, c, r, st))
+            phases.append(("backward-weight", l, c, r, st, len(progs[0].writes)))
             got = _read(dut.root_rec.mem, m * k)
             lasts = (got >> 32) & 1
             assert lasts[-1] == 1 and not lasts[:-1].any(), \
@@ -218,15 +224,31 @@ async def train(dut):
         assert loss == ref.loss, (loss, ref.loss)
         # A weight stream can never beat one SwarmX word per cycle (the timing model's stream
         # term M * K); how far each one stays above it is recorded (README explains why).
-        for ph, l, _, _, st in phases:
+        for ph, l, _, _, st, _ in phases:
             if ph != "backward-weight":
                 mk = dims[l + 1] * dims[l]
                 assert st >= mk, f"step {step}: {ph} layer {l}: {mk} weights in {st} cycles"
-        step_cycles = sum(c + r for _, _, c, r, _ in phases)
+        # Cycles against the timing model of this schedule (exact where it says so, else a bound).
+        model = step_schedule(dims, hw, {(ph, l): w for ph, l, _, _, _, w in phases})
+        for (ph, l, c, r, _, _), mp in zip(phases, model, strict=True):
+            assert (mp.phase, mp.layer) == (ph, l), (mp, ph, l)
+            where = f"step {step + 1}: {ph} layer {l}"
+            if run.stall == 0:
+                assert c == mp.config, f"{where}: {c} configuration cycles, model {mp.config}"
+            else:
+                assert c >= mp.config, f"{where}: {c} configuration cycles < model {mp.config}"
+            if run.stall == 0 and mp.run_exact:
+                assert r == mp.run, f"{where}: {r} run cycles, model {mp.run} (exact)"
+            else:
+                assert r >= mp.run, f"{where}: {r} run cycles < model's bound {mp.run}"
+        step_cycles = sum(c + r for _, _, c, r, _, _ in phases)
         sim_cycles += step_cycles
         record = {"step": step + 1, "loss": loss, "cycles": step_cycles,
-                  "phases": [{"phase": ph, "layer": l, "config_cycles": c, "run_cycles": r,
-                              "stream_cycles": st} for ph, l, c, r, st in phases]}
+                  "phases": [{"phase": ph, "layer": l, "config_writes": w, "config_cycles": c,
+                              "run_cycles": r, "stream_cycles": st,
+                              "model_config_cycles": mp.config, "model_run_cycles": mp.run,
+                              "model_run_exact": mp.run_exact}
+                             for (ph, l, c, r, st, w), mp in zip(phases, model)]}
         if (step + 1) % run.eval_every == 0 or step + 1 == run.steps:
             record["test_accuracy"] = float(np.mean(golden.predict(x_te) == y_te))
         history.append(record)
@@ -241,9 +263,7 @@ async def train(dut):
     last_phases = history[-1]["phases"]
     results = {
         "config": run.as_dict(), "wafer": "rtl", "hardware": cfg.as_dict(), "steps": history,
-        "phases": [dict(p, model_cycles=model_cycles.get(
-            ("forward" if p["phase"] == "forward" else "backward", p["layer"])))
-            for p in last_phases],
+        "phases": last_phases,
         "wafer_model_step": {
             "cycles": model_step.cycles, "wafer_cycles": model_step.wafer_cycles,
             "utilization": model_step.utilization,

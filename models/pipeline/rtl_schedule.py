@@ -66,12 +66,13 @@ BW_ADAPTER_WORDS = 2
 @dataclass(frozen=True)
 class RtlHardware:
     """The RTL system: ``systems`` wafers of ``mesh_rows x mesh_cols`` PEs with ``lanes`` lanes
-    behind a SwarmX tree whose adders have latency ``swarmx_adder_latency``."""
+    behind a SwarmX tree whose adders have latency ``swarmx_adder_latency`` (``hdl.fp32_add``:
+    2)."""
     mesh_rows: int
     mesh_cols: int
     lanes: int
     systems: int
-    swarmx_adder_latency: int = 3
+    swarmx_adder_latency: int = 2
 
     def __post_init__(self):
         for name in ("mesh_rows", "mesh_cols", "lanes", "systems", "swarmx_adder_latency"):

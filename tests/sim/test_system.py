@@ -23,18 +23,27 @@ def test_system_training(tmp_path, systems, stall, optimizer):
             assert s["swarmx_broadcast_cycles"] > s["model_broadcast_cycles"]
 
 
-def test_system_training_rtl_wafers(tmp_path):
+@pytest.mark.parametrize("stall", [0, 64])
+def test_system_training_rtl_wafers(tmp_path, stall):
     """The default bench in small: N = 2 RTL wafers of 2 x 2 PE tiles under the SwarmX RTL, with
-    random gaps at the weight player and back-pressure at every recorder; the bench itself
-    asserts the loss and every master weight bit-exact after every step."""
-    run = SystemRunConfig(dims=(64, 8, 10), systems=2, batch=8, steps=2, eval_every=2,
-                          stall=64, out_dir=str(tmp_path), wafer="rtl")
+    (stall 64) random gaps at the weight player and back-pressure at every recorder; the bench
+    itself asserts the loss and every master weight bit-exact after every step, and every phase's
+    cycles against ``models.pipeline.rtl_schedule`` (stall 0: equal where the model is exact)."""
+    run = SystemRunConfig(dims=(64, 8, 10), systems=2, batch=8, steps=1, eval_every=1,
+                          stall=stall, out_dir=str(tmp_path), wafer="rtl")
     results = run_system(run)
-    assert [s["step"] for s in results["steps"]] == [1, 2]
+    assert [s["step"] for s in results["steps"]] == [1]
     kinds = [(p["phase"], p["layer"]) for p in results["phases"]]
     assert kinds == [("forward", 0), ("forward", 1), ("backward-data", 1),
                      ("backward-weight", 1), ("backward-weight", 0)]
-    assert all(p["run_cycles"] > 0 for p in results["phases"])
+    exact = [p["model_run_exact"] for p in results["phases"]]
+    assert exact == [False, False, True, False, False]
+    for p in results["phases"]:
+        assert p["config_cycles"] == p["config_writes"] + 1 == p["model_config_cycles"]
+        if stall == 0 and p["model_run_exact"]:
+            assert p["run_cycles"] == p["model_run_cycles"]
+        else:
+            assert p["run_cycles"] >= p["model_run_cycles"] > 0
     assert (tmp_path / "weights.safetensors").stat().st_size > 4 * run.words
 
 

@@ -42,7 +42,7 @@ def test_forward_hand_worked_hidden_and_logits():
 
 def test_latency_terms_follow_the_component_models():
     deep = rs.RtlHardware(mesh_rows=3, mesh_cols=4, lanes=8, systems=5)
-    assert SwarmxTiming(5, 3).broadcast_latency == 2
+    assert SwarmxTiming(5, 2).broadcast_latency == 2
     m, k = 12, 40
     expect = (1 + m * k + 2 + zero_load_latency(2) + DEP_TO_TX_CYCLES + 7 + zero_load_latency(3)
               + 1)
@@ -53,16 +53,16 @@ def test_latency_terms_follow_the_component_models():
 def test_backward_weight_hand_worked_single_pe():
     # One PE: DOT only, 2 x 4 = 8 words of 6 cycles = 48; after its commit come the adapter
     # words G_ROW_LEN, G_COUNT, G_BOUND (3), then 2 cycles to go; the last word crosses the
-    # router to the north edge (2), the 2-leaf reduce (2 * 3 + 3 = 9) and the recorder (1).
+    # router to the north edge (2), the 2-leaf reduce (2 * 2 + 3 = 7) and the recorder (1).
     one = rs.RtlHardware(mesh_rows=1, mesh_cols=1, lanes=4, systems=2)
-    assert rs.backward_weight_run_cycles(2, 4, one) == 48 - 3 - 2 + 2 + 9 + 1
+    assert rs.backward_weight_run_cycles(2, 4, one) == 48 - 3 - 2 + 2 + 7 + 1
 
 
 def test_backward_weight_hand_worked_2x2():
     # 10 x 32: each column 16 features: 160 DOT words + 40 chain ADDs, 6 cycles each = 1200.
     # Column 1's north PE (tile (0, 1)) commits before tiles (1, 0), (1, 1) (one descriptor each,
     # 6 words) and 4 adapter words: 16 writes after it.
-    assert rs.backward_weight_run_cycles(10, 32, HW) == 1200 - 16 - 2 + 2 + 9 + 1
+    assert rs.backward_weight_run_cycles(10, 32, HW) == 1200 - 16 - 2 + 2 + 7 + 1
     assert rs.backward_weight_desc_counts(HW) == {(0, 0): 3, (0, 1): 3, (1, 0): 1, (1, 1): 1}
 
 
