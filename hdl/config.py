@@ -8,11 +8,19 @@ before anything is elaborated.
 import dataclasses
 from dataclasses import dataclass
 
-__all__ = ["Config", "ConfigError", "PRESETS", "preset"]
+__all__ = ["Config", "ConfigError", "PRESETS", "preset", "refuse"]
 
 
 class ConfigError(ValueError):
     """A configuration field has a value the hardware cannot be built with."""
+
+
+def refuse(component, error):
+    """Raise ``error`` from ``component``'s constructor. The half-built component is never
+    elaborated, so it is marked as used first: Amaranth would otherwise warn "created but never
+    used" when it is garbage-collected, long after the real error."""
+    component._MustUse__silence = True
+    raise error
 
 
 def _is_pow2(n):

@@ -38,7 +38,7 @@ from amaranth import Array, Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .config import ConfigError
+from .config import ConfigError, refuse
 from .config_bus import ADDR_BITS, ConfigBus
 from .router import ROUTER_ADDR_SPAN, Router
 from .wavelet import Port, Wavelet
@@ -58,14 +58,12 @@ class Mesh(wiring.Component):
 
     def __init__(self, cfg, *, core=None, tile_addr_bits=DEFAULT_TILE_ADDR_BITS):
         P, Q, C = cfg.mesh_rows, cfg.mesh_cols, cfg.num_colors
-        self._MustUse__silence = True           # until the checks below pass
         if not (ROUTER_ADDR_SPAN.bit_length() - 1 <= tile_addr_bits < ADDR_BITS):
-            raise ConfigError(f"tile_addr_bits must be in 9..15, got {tile_addr_bits}")
+            refuse(self, ConfigError(f"tile_addr_bits must be in 9..15, got {tile_addr_bits}"))
         if P * Q > 1 << (ADDR_BITS - tile_addr_bits):
-            raise ConfigError(f"a {P}x{Q} mesh has more tiles than the {ADDR_BITS}-bit config bus "
-                              f"addresses with {tile_addr_bits}-bit tile windows "
-                              f"({1 << (ADDR_BITS - tile_addr_bits)} max)")
-        self._MustUse__silence = False
+            refuse(self, ConfigError(f"a {P}x{Q} mesh has more tiles than the {ADDR_BITS}-bit config bus "
+                                     f"addresses with {tile_addr_bits}-bit tile windows "
+                                     f"({1 << (ADDR_BITS - tile_addr_bits)} max)"))
         self._cfg = cfg
         self._tile_addr_bits = tile_addr_bits
         self._core_factory = core

@@ -67,7 +67,7 @@ from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .bf16_mul import Bf16MulCore
-from .config import ConfigError
+from .config import ConfigError, refuse
 from .config_bus import ADDR_BITS, ConfigBus
 from .fp32_add import Fp32AddCore
 from .pe_descriptor import DESC_WORDS, Descriptor, Fault, Op, VecMode
@@ -99,14 +99,12 @@ class PeCore(wiring.Component):
 
     def __init__(self, cfg):
         if cfg.lanes > cfg.sram_banks:
-            self._MustUse__silence = True    # never elaborated: no "created but never used" warning
-            raise ConfigError(f"PE core needs lanes <= sram_banks (one vector = one word per "
-                              f"bank), got lanes={cfg.lanes}, sram_banks={cfg.sram_banks}")
+            refuse(self, ConfigError(f"PE core needs lanes <= sram_banks (one vector = one word per "
+                                     f"bank), got lanes={cfg.lanes}, sram_banks={cfg.sram_banks}"))
         _, _, span = core_map(cfg)
         if span > 1 << ADDR_BITS:
-            self._MustUse__silence = True
-            raise ConfigError(f"PE core address map needs {span} addresses, more than the "
-                              f"{ADDR_BITS}-bit configuration bus (reduce sram_words)")
+            refuse(self, ConfigError(f"PE core address map needs {span} addresses, more than the "
+                                     f"{ADDR_BITS}-bit configuration bus (reduce sram_words)"))
         self._cfg = cfg
         super().__init__({
             "rx": In(stream.Signature(Wavelet)),

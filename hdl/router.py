@@ -78,6 +78,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from .config import refuse
 from .config_bus import ConfigBus
 from .wavelet import COLOR_BITS, MAX_COLORS, Port, Wavelet
 
@@ -142,8 +143,7 @@ class Router(wiring.Component):
     def __init__(self, cfg, *, links=()):
         links = frozenset(Port(p) for p in links)
         if Port.RAMP in links:
-            self._MustUse__silence = True       # not built: no "never used" warning
-            raise ValueError("the RAMP port is always a stream port, it cannot be a credit link")
+            refuse(self, ValueError("the RAMP port is always a stream port, it cannot be a credit link"))
         self._cfg = cfg
         self._links = links
         colors = cfg.num_colors

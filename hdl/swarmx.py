@@ -41,6 +41,7 @@ from amaranth import Cat, Const, Module, Signal
 from amaranth.lib import fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .config import refuse
 from .fp32_add import Fp32Add
 from .wavelet import TaggedWord
 
@@ -65,10 +66,10 @@ def _fifo_stream(m, name, depth, src, dst):
     return q
 
 
-def _check_fifo_depth(depth):
+def _check_fifo_depth(component, depth):
     if isinstance(depth, bool) or not isinstance(depth, int) or depth < 2:
-        raise ValueError(f"fifo_depth must be an int >= 2 (one word per cycle with registered "
-                         f"ready), got {depth!r}")
+        refuse(component, ValueError(f"fifo_depth must be an int >= 2 (one word per cycle with "
+                                     f"registered ready), got {depth!r}"))
 
 
 def tree_shape(leaves):
@@ -103,7 +104,7 @@ class SwarmxReduceUnit(wiring.Component):
 
     def __init__(self, inputs=2):
         if inputs not in (1, 2):
-            raise ValueError(f"a reduce unit has 1 or 2 inputs, got {inputs!r}")
+            refuse(self, ValueError(f"a reduce unit has 1 or 2 inputs, got {inputs!r}"))
         self._inputs = inputs
         ports = {"a": In(_tagged()), "o": Out(_tagged()), "error": Out(1)}
         if inputs == 2:
@@ -190,10 +191,10 @@ class SwarmxNode(wiring.Component):
 
     def __init__(self, children=4, *, split=False, fifo_depth=4):
         if isinstance(children, bool) or not isinstance(children, int) or not 1 <= children <= 4:
-            raise ValueError(f"a SwarmX node has 1..4 children, got {children!r}")
+            refuse(self, ValueError(f"a SwarmX node has 1..4 children, got {children!r}"))
         if split and children < 3:
-            raise ValueError(f"a node split into two 1:2 units needs 3 or 4 children, got {children}")
-        _check_fifo_depth(fifo_depth)
+            refuse(self, ValueError(f"a node split into two 1:2 units needs 3 or 4 children, got {children}"))
+        _check_fifo_depth(self, fifo_depth)
         self._children = children
         self._split = split
         self._fifo_depth = fifo_depth
@@ -303,10 +304,13 @@ class SwarmxTree(wiring.Component):
     """
 
     def __init__(self, leaves, *, fifo_depth=4):
-        self._shape = tree_shape(leaves)
+        try:
+            self._shape = tree_shape(leaves)
+        except ValueError as error:
+            refuse(self, error)
         self._leaves = leaves
         self._fifo_depth = fifo_depth
-        _check_fifo_depth(fifo_depth)
+        _check_fifo_depth(self, fifo_depth)
         super().__init__({
             "bcast_in": In(_tagged()),
             "reduce_out": Out(_tagged()),

@@ -20,7 +20,7 @@ from amaranth import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .config import ConfigError
+from .config import ConfigError, refuse
 from .config_bus import ADDR_BITS, ConfigBus
 from .pe_core import PeCore, core_map
 from .router import ROUTER_ADDR_SPAN, Router
@@ -44,9 +44,8 @@ class Tile(wiring.Component):
 
     def __init__(self, cfg):
         if CORE_BASE + core_map(cfg)[2] > 1 << ADDR_BITS:
-            self._MustUse__silence = True    # never elaborated: no "created but never used" warning
-            raise ConfigError(f"tile address map needs {CORE_BASE + core_map(cfg)[2]} addresses, "
-                              f"more than the {ADDR_BITS}-bit configuration bus")
+            refuse(self, ConfigError(f"tile address map needs {CORE_BASE + core_map(cfg)[2]} addresses, "
+                                     f"more than the {ADDR_BITS}-bit configuration bus"))
         self._cfg = cfg
         wave = stream.Signature(Wavelet)
         members = {"cfg": In(ConfigBus()), "error": Out(1), "fault": Out(1)}

@@ -38,7 +38,7 @@ from amaranth import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .config import ConfigError
+from .config import ConfigError, refuse
 from .config_bus import ADDR_BITS, ConfigBus
 from .mesh import Mesh
 from .pe_core import PeCore, core_map
@@ -68,17 +68,14 @@ class Wafer(wiring.Component):
         bits = mesh_tile_addr_bits(cfg)
         windows = 1 << (ADDR_BITS - bits)
         if P * Q > windows:
-            self._MustUse__silence = True
-            raise ConfigError(f"a {P}x{Q} wafer has more tiles than the {ADDR_BITS}-bit "
-                              f"configuration bus holds ({windows} windows of 2**{bits})")
+            refuse(self, ConfigError(f"a {P}x{Q} wafer has more tiles than the {ADDR_BITS}-bit "
+                                     f"configuration bus holds ({windows} windows of 2**{bits})"))
         if P * Q == windows and CORE_BASE + core_map(cfg)[2] > (1 << bits) - ADAPTER_SPAN:
-            self._MustUse__silence = True
-            raise ConfigError(f"a {P}x{Q} wafer fills the configuration bus and the last tile's "
-                              f"window has no room for the {ADAPTER_SPAN} adapter registers")
+            refuse(self, ConfigError(f"a {P}x{Q} wafer fills the configuration bus and the last tile's "
+                                     f"window has no room for the {ADAPTER_SPAN} adapter registers"))
         if Q > ADAPTER["G_BOUND"] - ADAPTER["W_BOUND"]:
-            self._MustUse__silence = True
-            raise ConfigError(f"the wafer adapters support at most "
-                              f"{ADAPTER['G_BOUND'] - ADAPTER['W_BOUND']} columns, got {Q}")
+            refuse(self, ConfigError(f"the wafer adapters support at most "
+                                     f"{ADAPTER['G_BOUND'] - ADAPTER['W_BOUND']} columns, got {Q}"))
         self._cfg = cfg
         wave = stream.Signature(Wavelet)
         tagged = stream.Signature(TaggedWord)
