@@ -108,13 +108,14 @@ def summary_rtl(run, results, wall):
     print("  bit-exact        loss and every master weight equal to the golden pipeline model "
           "after every step")
     print(f"  cycles per phase (step {last['step']}), RTL vs the schedule's timing model "
-          f"(models.pipeline.rtl_schedule; '=' exact, '>=' lower bound):")
-    print(f"    {'':24} {'config':>6} {'model':>6}   {'run':>6} {'model':>9}   weights streamed in")
+          f"(models.pipeline.rtl_schedule; formula: no contention):")
+    print(f"    {'':24} {'config':>6} {'model':>6}   {'run':>6} {'model':>6} {'formula':>7}   "
+          f"weights streamed in")
     for p in results["phases"]:
         stream = f"{p['stream_cycles']}" if p["stream_cycles"] else "-"
-        rel = "=" if p["model_run_exact"] else ">="
-        print(f"    layer {p['layer']} {p['phase']:<16} {p['config_cycles']:6d} {p['model_config_cycles']:6d}"
-              f"   {p['run_cycles']:6d} {rel:>2} {p['model_run_cycles']:6d}   {stream}")
+        print(f"    layer {p['layer']} {p['phase']:<16} {p['config_cycles']:6d} "
+              f"{p['model_config_cycles']:6d}   {p['run_cycles']:6d} {p['model_run_cycles']:6d} "
+              f"{p['model_run_formula']:7d}   {stream}")
     print(f"  step             {last['cycles']} cycles, FMAC lane utilization "
           f"{results['utilization']:.3f}")
     print(f"  simulation       {results['simulated_cycles']} RTL cycles, "

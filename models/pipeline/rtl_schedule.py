@@ -4,34 +4,31 @@ behind the SwarmX tree, with no stalls.
 
 Unlike :mod:`models.pipeline.timing` (the architecture's pipelined step: backward-data and
 backward-weight in one pass, a DRAM fill, no RAMP-port contention), this follows what the layer
-compiler (``sim/wafer_compiler.py``) and the bench actually run, phase by phase:
+compiler (``sim/wafer_compiler.py``) and the bench actually run, phase by phase. Two levels:
 
-* **configuration** (every phase): the configuration player writes one word per cycle after one
-  idle cycle following ``start`` (:data:`PLAYER_START_CYCLES`): ``writes + 1`` cycles. Exact.
-* **forward** (per layer): the weight player starts one cycle after ``go``, streams ``M*K`` words
-  at one per cycle into the SwarmX tree (broadcast latency ``depth``), the weight demux puts the
-  last one (row ``M-1``, column ``Q-1``) into the north router of column ``Q-1``; it reaches the
+* **Configuration** (every phase): the configuration player writes one word per cycle after one
+  idle cycle following ``start`` (:data:`PLAYER_START_CYCLES`): ``writes + 1`` cycles.
+* **Run, closed formula without contention** (``forward_run_cycles``, ``backward_data_run_cycles``,
+  ``backward_weight_run_cycles``): the weight player starts one cycle after ``go`` and streams
+  ``M*K`` words at one per cycle into the SwarmX tree (broadcast latency ``depth``); the weight
+  demux puts the last one (column ``Q-1``) into the north router of column ``Q-1``; it reaches the
   RAMP of row ``P-1`` after ``(P-1) + 2`` cycles (``models.fabric.zero_load_latency``), completes
-  the FMAC row, and the ADD (PASS for one column) that waited on it sends its first word
-  ``DEP_TO_TX_CYCLES`` later and its last ``L-1`` after that; the results cross ``Q-1`` links west
-  (hidden layer) or none (last layer: east edge of column ``Q-1``) to the edge (``+2``), and the
-  recorder's count shows the word one cycle later. This is a **lower bound**: a PE's RAMP port
-  delivers one wavelet per cycle, and the ``L`` psum words (east columns) and ``L`` result words
-  (west columns) of an output row arrive while that column's weights of a later row stream, so
-  the demux waits (README "The system simulation" gives the measured difference).
-* **backward-data** (per layer > 0): the same path with the transposed stream (row ``k`` of
-  ``W^T`` to the column owning ``k``, multicast down it), a VEC MASK after the FMAC row, results
-  west over ``Q-1`` links. No other traffic shares these ports, so it is **exact** when the
-  vector unit keeps up with the stream (``M >= unit_cycles(L)``: one VEC per ``M`` weight words),
-  a lower bound otherwise.
-* **backward-weight** (per layer): no stream; every PE's DOT descriptor starts when it commits
-  during configuration (it is committed last in its tile, tiles north-west first, then the
-  adapter registers). The north PE of column ``q`` runs ``M*|K_q|`` DOT words and then (for
-  ``P > 1``) ``M*|K_q|/L`` chain ADDs, ``unit_cycles(L)`` each; the last word leaves the north
-  edge through the gradient mux into the SwarmX reduce. The part of that work after ``go`` plus
-  the path to the root recorder is a **lower bound**: the gradient mux takes row ``m`` of dW
-  column by column, so a column's chain ADDs wait while the other columns' words of the same row
-  are taken (back-pressure into the vector unit).
+  the FMAC row, and the VEC that waited on it (forward: ADD, or PASS for one column; backward-
+  data: MASK) sends its first word ``DEP_TO_TX_CYCLES`` later and its last ``L-1`` after that; the
+  results cross ``Q-1`` links west (the logits: none, east edge) to the edge (``+2``), and the
+  recorder's count shows the word one cycle later. Backward-weight: the north PE's DOT words and
+  chain ADDs (``unit_cycles(L)`` each) after its DOT commits during configuration, minus the
+  writes after that commit, then router, reduce tree and recorder. These are lower bounds; the
+  backward-data one is exact while ``M >= unit_cycles(L)``.
+* **Run, exact** (:func:`simulated_run_cycles`): the closed-loop cycle simulation of the phase
+  (:func:`models.pipeline.wafer_cycles.simulate_phase`: the cycle-exact fabric model stepped one
+  cycle at a time + a timing model of each PE's wavelet engine and vector unit + the weight demux
+  / gradient mux) on the compiler's plan (descriptors and routes). It adds what the formulas
+  leave out: RAMP-port contention in the forward pass (the psum and result words of a row share
+  a PE's RAMP port with the weights of a later row, so the demux waits) and, in backward-weight,
+  the gradient mux taking each dW row column by column (a column's chain ADDs wait on ``tx``).
+  A closed formula for those would have to replay the same arbitration, so the model composes
+  the cycle-level parts instead (fast: well under a second for the default step).
 
 All figures count cycles as the harness does (``sim/system_rtl_harness.py``): configuration from
 ``start`` while a configuration player is busy; run from ``go`` until every recorder holds its
@@ -41,12 +38,15 @@ words. Plain Python: no amaranth/cocotb.
 from dataclasses import dataclass
 
 from models.fabric import zero_load_latency
+from models.pe import COLOR_W as _COLOR_W
 from models.pe import DEP_TO_TX_CYCLES, DESC_WORDS, unit_cycles
+from models.pipeline.wafer_cycles import simulate_phase
 from models.swarmx import SwarmxTiming
 
 __all__ = ["RtlHardware", "PhaseCycles", "PLAYER_START_CYCLES", "RECORDER_COUNT_CYCLES",
            "GO_CYCLES", "config_cycles", "forward_run_cycles", "backward_data_run_cycles",
-           "backward_weight_run_cycles", "backward_weight_desc_counts", "step_schedule"]
+           "backward_weight_run_cycles", "backward_weight_desc_counts", "commit_cycles",
+           "simulated_run_cycles", "step_schedule"]
 
 # A stream player's first transfer comes two cycles after its ``start`` pulse cycle: busy rises
 # at the edge ending the pulse, valid one cycle later (sim/stream_player.py). Counted in the
@@ -65,17 +65,20 @@ BW_ADAPTER_WORDS = 2
 
 @dataclass(frozen=True)
 class RtlHardware:
-    """The RTL system: ``systems`` wafers of ``mesh_rows x mesh_cols`` PEs with ``lanes`` lanes
-    behind a SwarmX tree whose adders have latency ``swarmx_adder_latency`` (``hdl.fp32_add``:
-    2)."""
+    """The RTL system: ``systems`` wafers of ``mesh_rows x mesh_cols`` PEs with ``lanes`` lanes,
+    routers of ``num_colors`` colors and ``vc_depth``-word channels, behind a SwarmX tree whose
+    adders have latency ``swarmx_adder_latency`` (``hdl.fp32_add``: 2)."""
     mesh_rows: int
     mesh_cols: int
     lanes: int
     systems: int
     swarmx_adder_latency: int = 2
+    num_colors: int = 8
+    vc_depth: int = 4
 
     def __post_init__(self):
-        for name in ("mesh_rows", "mesh_cols", "lanes", "systems", "swarmx_adder_latency"):
+        for name in ("mesh_rows", "mesh_cols", "lanes", "systems", "swarmx_adder_latency",
+                     "num_colors", "vc_depth"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"RtlHardware.{name} must be an int >= 1, got {v!r}")
@@ -87,13 +90,13 @@ class RtlHardware:
 
 @dataclass(frozen=True)
 class PhaseCycles:
-    """One phase of a step: ``config`` (exact) and ``run`` cycles predicted with no stalls;
-    ``run_exact`` says whether ``run`` is the exact figure or a lower bound."""
+    """One phase of a step with no stalls: ``config`` and ``run`` cycles (exact), and
+    ``run_formula``, the closed formula without contention (a lower bound of ``run``)."""
     phase: str
     layer: int
     config: int
     run: int
-    run_exact: bool
+    run_formula: int
 
 
 def _split_sizes(n, parts):
@@ -177,26 +180,84 @@ def backward_weight_run_cycles(m, k, hw):
     return max(best, 1)
 
 
-def step_schedule(dims, hw, config_writes):
+def _commit_rank(d):
+    """The compiler's commit order inside a tile (``sim.wafer_compiler._commit_order``): FMAC /
+    STORE, then VECs with dependencies or not enabled, then the other VECs; index breaks ties."""
+    if d.get("op") != 3:
+        return 0
+    return 1 if (d.get("dep_a_en") or d.get("dep_b_en") or not d.get("enable")) else 2
+
+
+def commit_cycles(plan, writes, hw):
+    """``{(p, q): {t: i}}``: the index of the configuration write that commits descriptor ``t``
+    of tile ``(p, q)`` in a backward-weight phase of ``writes`` words: descriptors are committed
+    tile by tile (raster order), each as 6 words with word 0 last, in :func:`_commit_rank`
+    order, followed by the ``2 + Q`` adapter words."""
+    order = [(pq, t) for pq in sorted(plan["pes"])
+             for t in sorted(plan["pes"][pq]["descs"],
+                             key=lambda t, pq=pq: (_commit_rank(plan["pes"][pq]["descs"][t]), t))]
+    end = writes - (BW_ADAPTER_WORDS + hw.mesh_cols)
+    out = {}
+    for j, (pq, t) in enumerate(order):
+        out.setdefault(pq, {})[t] = end - DESC_WORDS * (len(order) - j) + DESC_WORDS - 1
+    return out
+
+
+def simulated_run_cycles(kind, plan, m, k, hw, *, writes=0, last=False):
+    """Exact run cycles (no stalls) of a phase of ``kind`` (``"forward"``, ``"backward-data"``,
+    ``"backward-weight"``) of an ``m x k`` layer from the compiler's ``plan``, by the closed-loop
+    cycle simulation. ``writes``: the phase's configuration words (backward-weight starts its DOTs
+    as they commit); ``last``: the logits layer (results out of the east edge)."""
+    _check_layer(m, k, hw)
+    P, Q, L = hw.mesh_rows, hw.mesh_cols, hw.lanes
+    col = [q for q, n in enumerate(_split_sizes(k, Q)) for _ in range(n)]
+    common = dict(rows=P, cols=Q, lanes=L, num_colors=hw.num_colors, vc_depth=hw.vc_depth)
+    if kind == "backward-weight":
+        # Cycles count so that write ``i`` transfers in cycle ``i - 1`` (what it commits acts
+        # from cycle ``i``); ``go`` comes GO_CYCLES after the last write (cycle ``writes - 2``).
+        done = simulate_phase(plan, mux_cols=[col[j] for _ in range(m) for j in range(k)],
+                              commits=commit_cycles(plan, writes, hw), **common)
+        go = writes - 2 + GO_CYCLES
+        return done + hw.swarmx.reduce_latency + RECORDER_COUNT_CYCLES - go
+    if kind == "forward":
+        stream = [col[j] for _ in range(m) for j in range(k)]
+        edge = (Q - 1, "E") if (last or Q == 1) else (0, "W")
+        words = m * L
+    elif kind == "backward-data":
+        stream = [col[j] for j in range(k) for _ in range(m)]
+        edge, words = (0, "W"), k * L
+    else:
+        raise ValueError(f"unknown phase kind {kind!r}")
+    done = simulate_phase(plan, stream_cols=stream, weight_color=_COLOR_W,
+                          first=PLAYER_START_CYCLES + 1 + hw.swarmx.broadcast_latency,
+                          sinks={(p, edge[0], edge[1]): words for p in range(P)}, **common)
+    return done + RECORDER_COUNT_CYCLES
+
+
+def step_schedule(dims, hw, phases):
     """Every phase of one step in the bench's order (forward by layer, then from the last layer:
-    backward-data (layers > 0), backward-weight) as :class:`PhaseCycles`. ``config_writes``
-    maps ``(phase, layer)`` to the compiler's configuration words per wafer for that phase."""
+    backward-data (layers > 0), backward-weight) as :class:`PhaseCycles`. ``phases`` maps
+    ``(phase, layer)`` to ``(writes, plan)``: the compiler's configuration words per wafer and its
+    plan (descriptors and routes) for that phase."""
     dims = [int(d) for d in dims]
     if len(dims) < 2 or min(dims) < 1:
         raise ValueError(f"dims must list >= 2 positive layer sizes, got {dims}")
     n = len(dims) - 1
     out = []
 
-    def add(phase, layer, run, exact):
+    def add(phase, layer, formula):
         key = (phase, layer)
-        if key not in config_writes:
-            raise ValueError(f"config_writes has no entry for {key}")
-        out.append(PhaseCycles(phase, layer, config_cycles(config_writes[key]), run, exact))
+        if key not in phases:
+            raise ValueError(f"phases has no entry for {key}")
+        writes, plan = phases[key]
+        m, k = dims[layer + 1], dims[layer]
+        run = simulated_run_cycles(phase, plan, m, k, hw, writes=writes, last=layer == n - 1)
+        out.append(PhaseCycles(phase, layer, config_cycles(writes), run, formula))
 
     for l in range(n):
-        add("forward", l, forward_run_cycles(dims[l + 1], dims[l], hw, last=l == n - 1), False)
+        add("forward", l, forward_run_cycles(dims[l + 1], dims[l], hw, last=l == n - 1))
     for l in range(n - 1, -1, -1):
         if l > 0:
-            add("backward-data", l, *backward_data_run_cycles(dims[l + 1], dims[l], hw))
-        add("backward-weight", l, backward_weight_run_cycles(dims[l + 1], dims[l], hw), False)
+            add("backward-data", l, backward_data_run_cycles(dims[l + 1], dims[l], hw)[0])
+        add("backward-weight", l, backward_weight_run_cycles(dims[l + 1], dims[l], hw))
     return out

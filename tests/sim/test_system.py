@@ -28,7 +28,7 @@ def test_system_training_rtl_wafers(tmp_path, stall):
     """The default bench in small: N = 2 RTL wafers of 2 x 2 PE tiles under the SwarmX RTL, with
     (stall 64) random gaps at the weight player and back-pressure at every recorder; the bench
     itself asserts the loss and every master weight bit-exact after every step, and every phase's
-    cycles against ``models.pipeline.rtl_schedule`` (stall 0: equal where the model is exact)."""
+    cycles against ``models.pipeline.rtl_schedule`` (stall 0: equal)."""
     run = SystemRunConfig(dims=(64, 8, 10), systems=2, batch=8, steps=1, eval_every=1,
                           stall=stall, out_dir=str(tmp_path), wafer="rtl")
     results = run_system(run)
@@ -36,14 +36,13 @@ def test_system_training_rtl_wafers(tmp_path, stall):
     kinds = [(p["phase"], p["layer"]) for p in results["phases"]]
     assert kinds == [("forward", 0), ("forward", 1), ("backward-data", 1),
                      ("backward-weight", 1), ("backward-weight", 0)]
-    exact = [p["model_run_exact"] for p in results["phases"]]
-    assert exact == [False, False, True, False, False]
     for p in results["phases"]:
         assert p["config_cycles"] == p["config_writes"] + 1 == p["model_config_cycles"]
-        if stall == 0 and p["model_run_exact"]:
+        assert p["model_run_cycles"] >= p["model_run_formula"] > 0
+        if stall == 0:
             assert p["run_cycles"] == p["model_run_cycles"]
         else:
-            assert p["run_cycles"] >= p["model_run_cycles"] > 0
+            assert p["run_cycles"] >= p["model_run_cycles"]
     assert (tmp_path / "weights.safetensors").stat().st_size > 4 * run.words
 
 

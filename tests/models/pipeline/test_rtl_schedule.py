@@ -84,15 +84,75 @@ def test_backward_weight_monotonic_and_vector_bound():
     assert rs.backward_weight_run_cycles(32, 64, HW) > 32 * 32 * unit_cycles(4) - 100
 
 
-def test_step_schedule_order_and_config():
+def _compiled(P, Q, kind, m, k, last=False):
+    """The layer compiler's phase (sim/wafer_compiler.py) on the system preset."""
+    from hdl.config import preset
+    from sim import wafer_compiler as wc
+    cfg = preset("system", mesh_rows=P, mesh_cols=Q, swarmx_leaves=2).replace(sram_words=4096)
+    fn = {"forward": wc.compile_forward, "backward-data": wc.compile_backward_data,
+          "backward-weight": wc.compile_backward_weight}[kind]
+    extra = {"last": last} if kind == "forward" else {}
+    return fn(cfg, m=m, k=k, batch=P * cfg.lanes, **extra)
+
+
+@pytest.mark.parametrize("P,Q", [(1, 1), (2, 1), (1, 2), (2, 2), (3, 2)])
+def test_simulation_against_the_formulas(P, Q):
+    """The cycle simulation never beats the contention-free formula; it equals it where nothing
+    shares the path: one column (only weights use a RAMP port, no psum chain) and backward-data
+    with M >= L + 2; the psum / result traffic of two columns costs cycles in the forward pass."""
+    hw = rs.RtlHardware(mesh_rows=P, mesh_cols=Q, lanes=4, systems=2)
+    for m, k in ((1, 4), (4, 8), (8, 8), (10, 32)):
+        for last in (False, True):
+            sim = rs.simulated_run_cycles("forward", _compiled(P, Q, "forward", m, k, last).plan,
+                                          m, k, hw, last=last)
+            formula = rs.forward_run_cycles(m, k, hw, last=last)
+            assert sim == formula if Q == 1 else sim > formula, (m, k, last, sim, formula)
+        sim = rs.simulated_run_cycles("backward-data", _compiled(P, Q, "backward-data", m, k).plan,
+                                      m, k, hw)
+        formula, exact = rs.backward_data_run_cycles(m, k, hw)
+        assert sim == formula if exact else sim > formula, (m, k, sim, formula)
+        if m * k // Q % 4 == 0:
+            ph = _compiled(P, Q, "backward-weight", m, k)
+            sim = rs.simulated_run_cycles("backward-weight", ph.plan, m, k, hw,
+                                          writes=len(ph.writes))
+            assert sim >= rs.backward_weight_run_cycles(m, k, hw), (m, k)
+
+
+def test_commit_cycles_follow_the_compiler_write_order():
+    """Commit write indices computed from counts equal the addresses' positions in the writes."""
+    from hdl.config import preset
+    from hdl.mesh import tile_address
+    from hdl.tile import CORE_BASE, mesh_tile_addr_bits
+    from models import pe
+    cfg = preset("system", mesh_rows=2, mesh_cols=2, swarmx_leaves=2).replace(sram_words=4096)
+    hw = rs.RtlHardware(mesh_rows=2, mesh_cols=2, lanes=4, systems=2)
+    ph = _compiled(2, 2, "backward-weight", 10, 32)
+    index = {a: i for i, (a, _) in enumerate(ph.writes)}     # last write of an address wins
+    bits = mesh_tile_addr_bits(cfg)
+    want = {pq: {t: index[tile_address(cfg, *pq, CORE_BASE + pe.desc_addr(4096, t, 0), bits)]
+                 for t in info["descs"]} for pq, info in ph.plan["pes"].items()}
+    assert rs.commit_cycles(ph.plan, len(ph.writes), hw) == want
+
+
+def test_step_schedule_default_network():
+    """64-32-10 on N = 2 wafers of 2 x 2: order, configuration = writes + 1, backward-data equal
+    to its hand-worked formula, every phase at least its formula."""
     dims = [64, 32, 10]
-    writes = {("forward", 0): 633, ("forward", 1): 363, ("backward-data", 1): 511,
-              ("backward-weight", 1): 506, ("backward-weight", 0): 1114}
-    out = rs.step_schedule(dims, HW, writes)
-    assert [(p.phase, p.layer) for p in out] == list(writes)
-    assert [p.config for p in out] == [634, 364, 512, 507, 1115]
-    assert [p.run_exact for p in out] == [False, False, True, False, False]
-    assert out[1].run == rs.forward_run_cycles(10, 32, HW, last=True)
+    hw = rs.RtlHardware(mesh_rows=2, mesh_cols=2, lanes=4, systems=2)
+    order = [("forward", 0), ("forward", 1), ("backward-data", 1), ("backward-weight", 1),
+             ("backward-weight", 0)]
+    phases = {}
+    for kind, l in order:
+        ph = _compiled(2, 2, kind, dims[l + 1], dims[l], last=l == 1)
+        phases[(kind, l)] = (len(ph.writes) + 100, ph.plan)
+    out = rs.step_schedule(dims, hw, phases)
+    assert [(p.phase, p.layer) for p in out] == order
+    assert [p.config for p in out] == [phases[key][0] + 1 for key in order]
+    assert out[2].run == out[2].run_formula == 337
+    assert all(p.run >= p.run_formula for p in out)
+    assert out[0].run_formula == rs.forward_run_cycles(32, 64, hw)
+    with pytest.raises(ValueError, match="no entry"):
+        rs.step_schedule(dims, hw, {key: v for key, v in phases.items() if key != order[-1]})
 
 
 @pytest.mark.parametrize("call,message", [
@@ -101,7 +161,7 @@ def test_step_schedule_order_and_config():
     (lambda: rs.forward_run_cycles(4, 1, HW), "K >= mesh_cols"),
     (lambda: rs.backward_weight_run_cycles(0, 8, HW), "M >= 1"),
     (lambda: rs.step_schedule([64], HW, {}), "dims"),
-    (lambda: rs.step_schedule([8, 4], HW, {}), "no entry"),
+    (lambda: rs.simulated_run_cycles("sideways", {}, 4, 8, HW), "unknown phase kind"),
 ])
 def test_bad_input(call, message):
     with pytest.raises(ValueError, match=message):

@@ -1,0 +1,218 @@
+"""Closed-loop cycle simulation of one wafer phase (forward, backward-data, backward-weight) of the
+RTL schedule: the cycle-exact fabric model (:class:`models.fabric.FabricModel`, stepped one cycle at a
+time) joined to a timing model of every PE core (its wavelet engine and vector-unit FSM as
+documented in ``hdl/pe_core.py``, no numbers) and to the wafer's weight demux and gradient mux.
+
+Used by :mod:`models.pipeline.rtl_schedule` where a closed formula would miss the contention:
+the psum / result words of a row and the weights of a later row share a PE's RAMP port (one
+wavelet per cycle) in the forward pass; the gradient mux takes each dW row column by column.
+
+PE timing (``hdl/pe_core.py``): ``rx`` always ready; a wavelet received in cycle ``t`` steps the
+matching FMAC/STORE at once and its unit's ``done`` count rises at the end of ``t + 1`` (stage 1).
+The vector unit: IDLE (picks the lowest ready VEC) -> LATCH -> RUN (one element per cycle while
+``tx`` is free: ``~valid | ready``) -> IDLE, so ``L + 2`` cycles per vector; ``tx`` is a register
+(a word loaded in ``t`` is offered from ``t + 1``). Weight demux: the SwarmX leaf offers word
+``i`` from cycle ``first + i`` (or the cycle after word ``i - 1`` was taken, if later) to the north
+input of the column its index maps to; it waits while that input is not ready. Gradient mux:
+ready only for the north output of the column holding the next gradient word. Descriptors that
+commit during the phase (backward-weight) act from the cycle after their commit write.
+"""
+
+from collections import deque
+
+from models.fabric import FabricModel, Port
+
+__all__ = ["simulate_phase"]
+
+_OP_FMAC, _OP_STORE, _OP_VEC = 1, 2, 3
+_VMODE_DOT = 3
+
+
+class _PeTiming:
+    """Timing state of one PE core (``descs``: ``{t: fields}`` as ``models.pe.encode`` takes
+    them; ``commits``: ``{t: cycle}`` for those committed during the phase)."""
+
+    def __init__(self, descs, lanes, commits=None):
+        self.L = lanes
+        self.d = {t: dict(f) for t, f in descs.items()}
+        self.commits = dict(commits or {})     # {t: cycle it commits}; missing: before cycle 0
+        self.legal = {t: t not in self.commits for t in self.d}
+        self.active = {t: bool(f.get("enable")) and self.legal[t] for t, f in self.d.items()}
+        self.pos = dict.fromkeys(self.d, 0)
+        self.cnt = dict.fromkeys(self.d, 0)
+        self.done = dict.fromkeys(self.d, 0)
+        self.s1_inc = None                 # descriptor whose done rises at the end of this cycle
+        self.state, self.vsel, self.vj, self.vk = "IDLE", None, 0, 0
+        self.tx = None                     # color of the word in the tx register (offered)
+
+    def _get(self, t, f):
+        return self.d[t].get(f, 0)
+
+    def _start(self, t):
+        self.active[t] = True
+        self.pos[t] = self.cnt[t] = self.done[t] = 0
+
+    def _run_end(self, t):
+        self.active[t] = False
+        nxt = self._get(t, "next")
+        if self._get(t, "chain") and nxt in self.d and self.legal[nxt]:
+            self._start(nxt)
+
+    def commit(self, now):
+        """Descriptors whose commit write is in cycle ``now - 1`` start in cycle ``now``."""
+        for t, c in self.commits.items():
+            if c == now:
+                self.legal[t] = True
+                if self._get(t, "enable"):
+                    self._start(t)
+
+    def _ready(self, t):
+        if not (self.active[t] and self._get(t, "op") == _OP_VEC):
+            return False
+        n = self.cnt[t]
+        for en, dep in (("dep_a_en", "dep_a"), ("dep_b_en", "dep_b")):
+            if self._get(t, en) and not self.done.get(self._get(t, dep), 0) > n:
+                return False
+        return True
+
+    def cycle(self, rx_color, tx_taken):
+        """Advance one cycle: ``rx_color`` (a wavelet received in this cycle, or None),
+        ``tx_taken`` (the router took the tx word this cycle)."""
+        L = self.L
+        # Registered updates computed from the state at the start of the cycle.
+        inc_now = self.s1_inc
+        self.s1_inc = None
+        unit_done, run_end = [], []
+        # Wavelet engine.
+        if rx_color is not None:
+            match = [t for t in sorted(self.d) if self.active[t]
+                     and self._get(t, "op") in (_OP_FMAC, _OP_STORE)
+                     and self._get(t, "color") == rx_color]
+            if len(match) != 1:
+                raise ValueError(f"wavelet of color {rx_color} matches descriptors {match}")
+            t = match[0]
+            size = self._get(t, "count") if self._get(t, "op") == _OP_FMAC else L
+            if self.pos[t] + 1 == size:
+                self.pos[t] = 0
+                self.s1_inc = t
+                if self.cnt[t] + 1 == self._get(t, "reps"):
+                    run_end.append(t)
+                self.cnt[t] += 1
+            else:
+                self.pos[t] += 1
+        # Vector unit.
+        tx_free = self.tx is None or tx_taken
+        new_tx = None
+        nxt = self.state
+        if self.state == "IDLE":
+            ready = [t for t in sorted(self.d) if self._ready(t)]
+            if ready:
+                self.vsel, self.vk = ready[0], 0
+                nxt = "LATCH"
+        elif self.state == "ISSUE":
+            nxt = "LATCH"
+        elif self.state == "LATCH":
+            self.vj = 0
+            nxt = "RUN"
+        else:  # RUN
+            t = self.vsel
+            dot = self._get(t, "vmode") == _VMODE_DOT
+            last = self.vj == L - 1
+            emit = (not dot) or last
+            send = emit and self._get(t, "send")
+            if (not send) or tx_free:
+                if send:
+                    new_tx = self._get(t, "color")
+                if last:
+                    if dot and self.vk + 1 < self._get(t, "count"):
+                        self.vk += 1
+                        nxt = "ISSUE"
+                    else:
+                        unit_done.append(t)
+                        if self.cnt[t] + 1 == self._get(t, "reps"):
+                            run_end.append(t)
+                        nxt = "IDLE"
+                else:
+                    self.vj += 1
+        # End of cycle.
+        if tx_taken:
+            self.tx = None
+        if new_tx is not None:
+            self.tx = new_tx
+        if inc_now is not None:
+            self.done[inc_now] += 1
+        for t in unit_done:
+            self.cnt[t] += 1
+            self.done[t] += 1
+        for t in run_end:
+            self._run_end(t)
+        self.state = nxt
+
+
+def _fabric(rows, cols, num_colors, vc_depth, routes):
+    table = {(r, q): [[0] * 5 for _ in range(num_colors)] for r in range(rows) for q in range(cols)}
+    for (r, q), entries in routes.items():
+        for color, inp, outs in entries:
+            table[(r, q)][color][Port[inp]] |= sum(1 << Port[o] for o in outs)
+    return FabricModel(rows, cols, num_colors, vc_depth, routes=table)
+
+
+def simulate_phase(plan, *, rows, cols, lanes, num_colors, vc_depth, stream_cols=(),
+                   weight_color=0, first=0, sinks=None, mux_cols=(), commits=None,
+                   max_cycles=1_000_000):
+    """Simulate a phase; returns the cycle of the last transfer out of the mesh.
+
+    ``plan``: ``{"pes": {(p, q): {"descs": ...}}, "routes": {(p, q): [(color, in, [outs])]}}``
+    (the layer compiler's plan); ``stream_cols``: the mesh column of each weight word, in stream
+    order (the demux's choice); ``first``: the cycle the leaf offers word 0; ``sinks``: ``{(p, q,
+    port name): words}`` host-edge outputs (always ready) and the words each must deliver;
+    ``mux_cols``: the column of each gradient word the mux takes from the north edge, in order
+    (the mux is ready for the north output of that column only; its sink is always ready);
+    ``commits``: ``{(p, q): {t: cycle}}`` descriptors that commit during the phase (from that
+    cycle on they are legal, and active if enabled); the others are committed before cycle 0.
+    """
+    fabric = _fabric(rows, cols, num_colors, vc_depth, plan["routes"])
+    commits = commits or {}
+    pes = {pq: _PeTiming(info["descs"], lanes, commits.get(pq))
+           for pq, info in plan["pes"].items()}
+    sinks = sinks or {}
+    mux = deque(mux_cols)
+    north = {(0, q, Port.N): q for q in range(cols)}
+    sink_left = {(p, q, Port[o]): n for (p, q, o), n in sinks.items()}
+    ramp_out = {(p, q, Port.RAMP): pq for pq in pes for p, q in [pq]}
+    words = deque(enumerate(stream_cols))
+    avail = first
+    last_sink = None
+    for t in range(max_cycles):
+        for pe in pes.values():
+            pe.commit(t)
+        inputs = {}
+        if words and t >= avail:
+            inputs[(0, words[0][1], Port.N)] = [(0, weight_color, 0)]
+        for (p, q), pe in pes.items():
+            if pe.tx is not None:
+                inputs[(p, q, Port.RAMP)] = [(0, pe.tx, 0)]
+        ready = {port: (lambda _t, q=q: bool(mux) and mux[0] == q) for port, q in north.items()}
+        accepted, delivered = fabric.run(inputs, ready=ready, max_cycles=1, until_idle=False)
+        if words and accepted.get((0, words[0][1], Port.N)):
+            words.popleft()
+            avail = max(first + (len(stream_cols) - len(words)), t + 1)
+        rx = {}
+        for _, port, (_, color, _) in delivered:
+            if port in ramp_out:
+                rx[ramp_out[port]] = color
+            elif port in north and mux_cols:
+                mux.popleft()
+                last_sink = t
+            elif port in sink_left:
+                sink_left[port] -= 1
+                last_sink = t
+            else:
+                raise ValueError(f"a wavelet of color {color} left the mesh at {port}")
+        for (p, q), pe in pes.items():
+            pe.cycle(rx.get((p, q)), bool(accepted.get((p, q, Port.RAMP))))
+        if not words and not mux and all(n <= 0 for n in sink_left.values()):
+            if any(n < 0 for n in sink_left.values()):
+                raise ValueError(f"sinks received extra words: {sink_left}")
+            return last_sink
+    raise RuntimeError(f"phase did not finish within {max_cycles} cycles")
