@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from models.fabric import zero_load_latency
 from models.pe import COLOR_W as _COLOR_W
-from models.pe import DEP_TO_TX_CYCLES, DESC_WORDS, unit_cycles
+from models.pe import DEP_TO_TX_CYCLES, DESC_WORDS, OP, unit_cycles
 from models.pipeline.wafer_cycles import simulate_phase
 from models.swarmx import SwarmxTiming
 
@@ -183,7 +183,7 @@ def backward_weight_run_cycles(m, k, hw):
 def _commit_rank(d):
     """The compiler's commit order inside a tile (``sim.wafer_compiler._commit_order``): FMAC /
     STORE, then VECs with dependencies or not enabled, then the other VECs; index breaks ties."""
-    if d.get("op") != 3:
+    if d.get("op") != OP["VEC"]:
         return 0
     return 1 if (d.get("dep_a_en") or d.get("dep_b_en") or not d.get("enable")) else 2
 
@@ -218,7 +218,8 @@ def simulated_run_cycles(kind, plan, m, k, hw, *, writes=0, last=False):
         done = simulate_phase(plan, mux_cols=[col[j] for _ in range(m) for j in range(k)],
                               commits=commit_cycles(plan, writes, hw), **common)
         go = writes - 2 + GO_CYCLES
-        return done + hw.swarmx.reduce_latency + RECORDER_COUNT_CYCLES - go
+        # ``done`` needs ``go`` low: at least one run cycle even if the words were all in before.
+        return max(done + hw.swarmx.reduce_latency + RECORDER_COUNT_CYCLES - go, 1)
     if kind == "forward":
         stream = [col[j] for _ in range(m) for j in range(k)]
         edge = (Q - 1, "E") if (last or Q == 1) else (0, "W")
