@@ -4,9 +4,9 @@ Payload fields pack as Amaranth's ``StructLayout`` packs them: the first field i
 significant bits. A wavelet is therefore ``{ctrl[37], color[36:32], data[31:0]}``.
 """
 
-import enum
-
 from amaranth.lib import data, stream
+
+from .ports import Port
 
 __all__ = [
     "DATA_BITS", "COLOR_BITS", "MAX_COLORS", "Port", "Wavelet", "TaggedWord",
@@ -16,15 +16,6 @@ __all__ = [
 DATA_BITS = 32
 COLOR_BITS = 5
 MAX_COLORS = 1 << COLOR_BITS
-
-
-class Port(enum.IntEnum):
-    """Router ports; the value is the bit index in a 5-bit route mask."""
-    N = 0
-    E = 1
-    S = 2
-    W = 3
-    RAMP = 4
 
 
 class Wavelet(data.Struct):

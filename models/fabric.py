@@ -22,7 +22,7 @@ Ports are named ``(row, col, Port)``; a standalone router is the 1 x 1 mesh.
 
 from collections import deque
 
-from hdl.wavelet import Port
+from hdl.ports import Port
 
 __all__ = ["FabricModel", "boundary_ports", "neighbour", "walk", "xy_path", "xy_routes",
            "ZERO_LOAD_OVERHEAD", "zero_load_latency", "NO_ROUTE", "BAD_COLOR", "BUSY_REWRITE",
