@@ -34,7 +34,7 @@ Timing (zero load): a wavelet entering at a boundary input in cycle ``t`` and cr
 router-to-router links is offered on its boundary output from cycle ``t + h + 2``.
 """
 
-from amaranth import Array, Module, Signal
+from amaranth import Array, Cat, Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -186,13 +186,6 @@ class Mesh(wiring.Component):
         with m.Elif(in_range):
             m.d.comb += self.cfg.rdata.eq(Array(core_rdata)[rd_tile])
 
-        m.d.comb += self.error.eq(_any(R[r][q].error for r in range(P) for q in range(Q)))
+        m.d.comb += self.error.eq(Cat(*(R[r][q].error for r in range(P) for q in range(Q))).any())
         return m
 
-
-def _any(values):
-    values = list(values)
-    acc = values[0]
-    for v in values[1:]:
-        acc = acc | v
-    return acc

@@ -34,7 +34,7 @@ counter), ``W_TAKEN``, ``G_SENT`` (R: words through the adapter since reset), ``
 ``G_BOUND + q`` (R/W). ``rdata`` is valid one cycle after ``addr``.
 """
 
-from amaranth import Module, Mux, Signal
+from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -199,8 +199,8 @@ class Wafer(wiring.Component):
                         if a in (ADAPTER["G_ROW_LEN"], ADAPTER["G_COUNT"]):
                             m.d.sync += [gk.eq(0), gn.eq(0)]
 
-        m.d.comb += [self.error.eq(mesh.error), self.fault.eq(_any(
-            mesh.cores[r][q].fault for r in range(P) for q in range(Q)))]
+        faults = Cat(*(mesh.cores[r][q].fault for r in range(P) for q in range(Q)))
+        m.d.comb += [self.error.eq(mesh.error), self.fault.eq(faults.any())]
         return m
 
 
@@ -214,10 +214,3 @@ def _column(m, k, bounds, name):
     m.d.comb += sel.eq(total)
     return sel
 
-
-def _any(values):
-    values = list(values)
-    acc = values[0]
-    for v in values[1:]:
-        acc = acc | v
-    return acc

@@ -18,6 +18,7 @@ word 0 commits); ``S + 8*T + r`` status registers :data:`STATUS` (``FAULT`` writ
 import numpy as np
 
 from models.numerics import bf16_bits, bf16_mul, bits, f32, fp32_add
+from models.pipeline.mapping import split
 
 __all__ = ["PeModel", "DESC_FIELDS", "OP", "VMODE", "FAULT", "STATUS", "decode", "encode",
            "status_base", "desc_addr", "unit_cycles", "DEP_TO_TX_CYCLES", "forward_kernel",
@@ -373,13 +374,8 @@ COLOR_W, COLOR_PSUM, COLOR_RESULT = 0, 1, 2
 
 
 def _split(n, parts):
-    base, extra = divmod(n, parts)
-    out, start = [], 0
-    for i in range(parts):
-        size = base + (1 if i < extra else 0)
-        out.append(range(start, start + size))
-        start += size
-    return out
+    """Contiguous slices of ``n`` over ``parts`` owners, as ranges (the pipeline model's partition)."""
+    return [range(s.start, s.stop) for s in split(n, parts)]
 
 
 def forward_kernel(*, lanes, sram_words, rows, cols, m, k):

@@ -131,6 +131,25 @@ def _check_array(name, a, shape):
     return a
 
 
+def _sram_loads(pes, lanes, *, m, k, batch, x16=None, dz16=None):
+    """Per PE, the SRAM inputs of a phase: its ``X[K_q, B_p]`` at ``x_base`` and its
+    ``dZ[:, B_p]`` at ``dz_base`` (bf16 in the upper half of each word)."""
+    if x16 is not None:
+        x16 = _check_array("X", x16, (k, batch))
+    if dz16 is not None:
+        dz16 = _check_array("dZ", dz16, (m, batch))
+    loads = {}
+    for (p, q), info in pes.items():
+        b = slice(p * lanes, (p + 1) * lanes)
+        items = []
+        if x16 is not None:
+            items.append((info["x_base"], _upper(x16[info["k"].start:info["k"].stop, b])))
+        if dz16 is not None:
+            items.append((info["dz_base"], _upper(dz16[:, b])))
+        loads[(p, q)] = items
+    return loads
+
+
 def _assemble(cfg, name, plan, loads, adapters, out_edge, weight_words, sram_needed):
     if sram_needed > cfg.sram_words:
         raise WaferCompileError(f"the {name} phase needs {sram_needed} SRAM words per PE, "
@@ -176,12 +195,7 @@ def compile_forward(cfg, *, m, k, batch, x16=None, last=False):
                 routes.append((pe.COLOR_RESULT, "RAMP", ["E"]))
             plan["routes"][(p, q)] = routes
         plan["edge_out"] = "E"
-    loads = {}
-    if x16 is not None:
-        x16 = _check_array("X", x16, (k, batch))
-        loads = {(p, q): [(info["x_base"], _upper(x16[info["k"].start:info["k"].stop,
-                                                       p * L:(p + 1) * L]))]
-                 for (p, q), info in plan["pes"].items()}
+    loads = _sram_loads(plan["pes"], L, m=m, k=k, batch=batch, x16=x16)
     adapters = [("W_COLOR", [pe.COLOR_W]), ("W_MODE", [0]), ("W_ROW_LEN", [k]),
                 ("W_BOUND", [sl.stop for sl in plan["k_slices"]])]
     return _assemble(cfg, "forward", plan, loads, adapters,
@@ -240,17 +254,7 @@ def compile_backward_weight(cfg, *, m, k, batch, x16=None, dz16=None):
                 r.append((COLOR_GRAD, "S", ["RAMP"]))
             routes[(p, q)] = r
     plan = {"pes": pes, "routes": routes, "k_slices": k_slices, "edge_out": "N"}
-    loads = {}
-    for (p, q), info in pes.items():
-        items = []
-        if x16 is not None:
-            x16 = _check_array("X", x16, (k, batch))
-            items.append((info["x_base"], _upper(x16[info["k"].start:info["k"].stop,
-                                                     p * L:(p + 1) * L])))
-        if dz16 is not None:
-            dz16 = _check_array("dZ", dz16, (m, batch))
-            items.append((info["dz_base"], _upper(dz16[:, p * L:(p + 1) * L])))
-        loads[(p, q)] = items
+    loads = _sram_loads(pes, L, m=m, k=k, batch=batch, x16=x16, dz16=dz16)
     adapters = [("G_ROW_LEN", [k]), ("G_COUNT", [m * k]),
                 ("G_BOUND", [sl.stop for sl in k_slices])]
     return _assemble(cfg, "backward-weight", plan, loads, adapters, "grads", 0,
@@ -297,17 +301,7 @@ def compile_backward_data(cfg, *, m, k, batch, x16=None, dz16=None):
                               (COLOR_DX0 + q, "RAMP", ["W"])]
             routes[(p, q)] += [(COLOR_DX0 + e, "E", ["W"]) for e in range(q + 1, Q)]
     plan = {"pes": pes, "routes": routes, "k_slices": k_slices, "edge_out": None}
-    loads = {}
-    for (p, q), info in pes.items():
-        items = []
-        if x16 is not None:
-            x16 = _check_array("X", x16, (k, batch))
-            items.append((info["x_base"], _upper(x16[info["k"].start:info["k"].stop,
-                                                     p * L:(p + 1) * L])))
-        if dz16 is not None:
-            dz16 = _check_array("dZ", dz16, (m, batch))
-            items.append((info["dz_base"], _upper(dz16[:, p * L:(p + 1) * L])))
-        loads[(p, q)] = items
+    loads = _sram_loads(pes, L, m=m, k=k, batch=batch, x16=x16, dz16=dz16)
     adapters = [("W_COLOR", [pe.COLOR_W]), ("W_MODE", [1]), ("W_ROW_LEN", [m]),
                 ("W_BOUND", [sl.stop for sl in k_slices])]
     return _assemble(cfg, "backward-data", plan, loads, adapters, None, m * k,
