@@ -70,6 +70,8 @@ def plot(results, path):
     ax1b.plot(*zip(*acc), "o-", color="tab:green", label="held-out accuracy")
     ax1.set_xlabel("step"), ax1.set_ylabel("loss"), ax1b.set_ylabel("accuracy")
     ax1.set_title("training (bit-exact with the golden model)")
+    ax1.legend(handles=ax1.get_lines() + ax1b.get_lines(), loc="upper center", bbox_to_anchor=(0.5, -0.14),
+               ncol=2, frameon=False)
     if results.get("wafer") == "rtl":
         phases = results["phases"]
         short = {"forward": "fwd", "backward-data": "bwd-data", "backward-weight": "bwd-wgt"}
@@ -78,7 +80,7 @@ def plot(results, path):
         ax2.bar([x - 0.2 for x in xs], [p["run_cycles"] for p in phases], 0.4, label="RTL run")
         ax2.bar([x + 0.2 for x in xs], [p["config_cycles"] for p in phases], 0.4,
                 label="RTL configuration")
-        ax2.set_xticks(list(xs), labels)
+        ax2.set_xticks(list(xs), labels, rotation=20, ha="right")
         ax2.set_ylabel("cycles"), ax2.legend()
         ax2.set_title(f"RTL wafer phases (utilization {results['utilization']:.3f})")
     else:
