@@ -263,11 +263,7 @@ class PeModel:
                 self.mem[dst:dst + L] = bits(self.acc)
                 self.acc = np.zeros(L, dtype=np.float32)
                 self.acc_owner = None
-                self.pos[t] = 0
-                self.n[t] += 1
-                self.done[t] += 1
-                if self.n[t] == d["reps"]:
-                    self._complete(t)
+                self._finish_unit(t, d)
             else:
                 self.acc_owner = t
                 self.pos[t] = i + 1
@@ -276,13 +272,17 @@ class PeModel:
             if d["lo"] <= v < d["hi"]:
                 self.mem[d["dst_base"] + (v - d["lo"]) * L + j] = data
             if j == L - 1:
-                self.pos[t] = 0
-                self.n[t] += 1
-                self.done[t] += 1
-                if self.n[t] == d["reps"]:
-                    self._complete(t)
+                self._finish_unit(t, d)
             else:
                 self.pos[t] = j + 1
+
+    def _finish_unit(self, t, d):
+        """A wavelet-engine unit (FMAC row, STORE vector) of descriptor ``t`` is complete."""
+        self.pos[t] = 0
+        self.n[t] += 1
+        self.done[t] += 1
+        if self.n[t] == d["reps"]:
+            self._complete(t)
 
     # ---- vector unit -------------------------------------------------------------------------
 

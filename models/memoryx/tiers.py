@@ -244,23 +244,20 @@ class TieredStore:
         self.dram.add("evictions")
         if key in self._dirty:
             self._dirty.discard(key)
-            mm = self._map(key)
-            mm[...] = arr
-            mm.flush()
-            self.dram.add("bytes_out", arr.nbytes)
-            self.flash.add("writes")
-            self.flash.add("bytes_written", arr.nbytes)
+            self._write_back(key, arr)
+
+    def _write_back(self, key, arr):
+        mm = self._map(key)
+        mm[...] = arr
+        mm.flush()
+        self.dram.add("bytes_out", arr.nbytes)
+        self.flash.add("writes")
+        self.flash.add("bytes_written", arr.nbytes)
 
     def flush(self):
         """Write every dirty cached tensor back to flash (keeps it cached)."""
         for key in list(self._dirty):
-            arr = self._cache[key]
-            mm = self._map(key)
-            mm[...] = arr
-            mm.flush()
-            self.dram.add("bytes_out", arr.nbytes)
-            self.flash.add("writes")
-            self.flash.add("bytes_written", arr.nbytes)
+            self._write_back(key, self._cache[key])
         self._dirty.clear()
 
     def counters(self):
