@@ -42,7 +42,7 @@ iverilog:
 	  fi; }
 
 sim: $(STAMP) iverilog
-	$(PY) -m sim $(ARGS)
+	$(PY) -m sim.system $(ARGS)
 
 test: $(STAMP) iverilog
 	$(PY) -m pytest -n auto $(PYTEST_ARGS)

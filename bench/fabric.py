@@ -21,7 +21,7 @@ from pathlib import Path
 from hdl.config import Config
 from hdl.wavelet import Port
 from models.fabric import FabricModel, xy_routes
-from sim.bench_mesh import Scenario
+from sim.benches.mesh import Scenario
 
 LOADS = (0.1, 0.25, 0.5, 0.75, 1.0)
 WORDS = 400          # per source per load point
@@ -97,7 +97,7 @@ def _rtl_check(name, load, out_dir, size=4):
 
 def _rtl_random(out_dir, wavelets=20000, seed=11):
     """Sustained RTL speed on random multi-color traffic (as the regression's), 4x4."""
-    from sim.bench_mesh import Traffic, random_flows, random_timing, random_traffic
+    from sim.benches.mesh import Traffic, random_flows, random_timing, random_traffic
     cfg = Config(num_colors=4, vc_depth=2)
     rng = random.Random(seed)
     sc = Scenario("mesh4x4", cfg, 4, 4, 20000)

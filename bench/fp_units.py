@@ -16,8 +16,8 @@ from hdl.bf16_mul import Bf16Mul
 from hdl.config import Config
 from hdl.fp32_add import Fp32Add
 from hdl.tops import build_top
-from sim.bench_fp import UNITS, _parse, build_verilator, prepare_harness, random_pairs
-from sim.runner import run_bench, run_vvp
+from sim.benches.fp import UNITS, _parse, build_verilator, prepare_harness, random_pairs
+from sim.kit.runner import run_bench, run_vvp
 
 TOPS = {"fp32_add": Fp32Add, "bf16_mul": Bf16Mul}
 COCOTB_VECTORS = 5_000
@@ -67,7 +67,7 @@ def run():
                         "compile_seconds": compile_s, "seconds": seconds, "vectors_per_second": rate})
 
     for unit in UNITS:
-        test_dir = run_bench(build_top(unit, Config()), unit, "sim.bench_fp", testcase="stream_traffic",
+        test_dir = run_bench(build_top(unit, Config()), unit, "sim.benches.fp", testcase="stream_traffic",
                              run_name=f"bench-{unit}",
                              params={"unit": unit, "vectors": "random", "n": COCOTB_VECTORS,
                                      "gap_prob": 0.0, "stall_prob": 0.0, "latency": TOPS[unit].LATENCY})

@@ -1,4 +1,4 @@
-"""PE benchmarks: FMAC lane utilization of the forward micro-kernel (DESIGN.md 6) on rows and
+"""PE benchmarks: FMAC lane utilization of the forward micro-kernel (docs/architecture.md#layer-mapping) on rows and
 columns of PE tiles, the PE core at line rate, and simulation speed (cocotb + Icarus)."""
 
 import json
@@ -11,9 +11,9 @@ from hdl.mesh import Mesh
 from hdl.pe_core import STATUS, PeCore, core_map
 from hdl.pe_descriptor import Op
 from hdl.tile import CORE_BASE, mesh_tile_addr_bits
-from sim.bench_pe import Program, desc_writes, sram_writes
-from sim.bench_tile import forward_kernel_setup
-from sim.runner import run_bench
+from sim.benches.pe import Program, desc_writes, sram_writes
+from sim.benches.tile import forward_kernel_setup
+from sim.kit.runner import run_bench
 
 # 4 lanes in 4 banks, small SRAM so the kernels' meshes simulate quickly.
 CFG = preset("tiny", lanes=4, sram_banks=4)
@@ -25,7 +25,7 @@ def _kernel(rows, cols, m, k, stall, sram_words=256):
     params.update(gap_prob=0.0, stall_prob=stall)
     bits = mesh_tile_addr_bits(cfg)
     top = Mesh(cfg, core=lambda r, q: PeCore(cfg), tile_addr_bits=bits)
-    test_dir = run_bench(top, f"pe_mesh_{rows}x{cols}", "sim.bench_tile", params=params,
+    test_dir = run_bench(top, f"pe_mesh_{rows}x{cols}", "sim.benches.tile", params=params,
                          run_name=f"bench-{rows}x{cols}-{stall}")
     res = json.loads((test_dir / "result.json").read_text())
     for name, words in expect["outputs"].items():
@@ -58,7 +58,7 @@ def _core_line_rate(K, R):
     stat = cfg.sram_words + 8 * cfg.num_tasks
     w = rng.integers(0, 1 << 32, K * R, dtype=np.uint64).astype(np.uint32) & 0x3FFF0000
     prog.step(wavelets=[(1, v) for v in w], reads=[stat + STATUS["FMAC_CYCLES"]])
-    test_dir = run_bench(PeCore(cfg), "pe_core", "sim.bench_pe", params=prog.params(),
+    test_dir = run_bench(PeCore(cfg), "pe_core", "sim.benches.pe", params=prog.params(),
                          run_name=f"bench-line-rate-{K}x{R}")
     res = json.loads((test_dir / "result.json").read_text())
     prog.check(res)

@@ -5,7 +5,7 @@ import time
 
 from hdl.config import Config
 from hdl.tops import build_top
-from sim.runner import run_bench
+from sim.kit.runner import run_bench
 
 
 def run():
@@ -13,7 +13,7 @@ def run():
     for stall in (0.0, 0.5):
         words = 20000
         start = time.perf_counter()
-        test_dir = run_bench(build_top("skid_buffer", Config()), "skid_buffer", "sim.bench_skid_buffer",
+        test_dir = run_bench(build_top("skid_buffer", Config()), "skid_buffer", "sim.benches.skid_buffer",
                              params={"words": words, "gap_prob": 0.0, "stall_prob": stall},
                              testcase="random_traffic", run_name=f"bench-stall{stall}")
         seconds = time.perf_counter() - start

@@ -6,7 +6,7 @@ import json
 from hdl.fp32_add import Fp32Add
 from hdl.swarmx import SwarmxTree
 from models.swarmx import SwarmxTiming, tree_vs_ring
-from sim.runner import run_bench
+from sim.kit.runner import run_bench
 
 RTL_LEAVES = (1, 2, 4, 7, 16)
 MODEL_LEAVES = (1, 2, 4, 7, 16, 17, 32, 64, 65, 128, 192)
@@ -15,7 +15,7 @@ SMALL, LARGE = 4096, 1 << 20          # words: a small layer, a 4 MB gradient
 
 
 def _rtl_row(n, words):
-    test_dir = run_bench(SwarmxTree(n), "swarmx", "sim.bench_swarmx",
+    test_dir = run_bench(SwarmxTree(n), "swarmx", "sim.benches.swarmx",
                          params={"leaves": n, "fifo_depth": 4, "adder_latency": Fp32Add.LATENCY,
                                  "full_words": words},
                          testcase="full_rate", run_name=f"bench-full-{n}")

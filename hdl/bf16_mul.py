@@ -1,4 +1,4 @@
-"""bf16 x bf16 -> binary32 multiplier (DESIGN.md section 4): combinational core and stream top."""
+"""bf16 x bf16 -> binary32 multiplier (docs/architecture.md#numerics): combinational core and stream top."""
 
 from amaranth import C, Cat, Module, Mux, Signal, signed
 from amaranth.lib import wiring
@@ -16,7 +16,7 @@ class Bf16MulCore(wiring.Component):
     Ports: ``a: In(16)``, ``b: In(16)`` (bf16 bit patterns, i.e. the upper half of an fp32),
     ``y: Out(32)`` (binary32 bit pattern).
 
-    Semantics (DESIGN.md 4): the 8 x 8-bit significand product (at most 16 significant bits) is
+    Semantics (docs/architecture.md#numerics): the 8 x 8-bit significand product (at most 16 significant bits) is
     exact in binary32 except where it overflows (signed infinity) or falls below 2**-126, where
     it is rounded once to nearest even, with subnormal results (no flush to zero) down to a signed
     zero. Subnormal bf16 inputs are honoured. ``inf * 0`` and any NaN input give the canonical NaN
@@ -59,7 +59,7 @@ class Bf16MulCore(wiring.Component):
 
 
 class Bf16Mul(FpStreamUnit):
-    """Stream top ``bf16_mul`` (DESIGN.md 8): ``o = fp32(bf16 a) * fp32(bf16 b)`` via
+    """Stream top ``bf16_mul`` (docs/architecture.md#verilog-tops): ``o = fp32(bf16 a) * fp32(bf16 b)`` via
     :class:`Bf16MulCore`.
 
     ``i: In(stream.Signature(StructLayout({"a": 16, "b": 16})))`` (``a`` in bits 15..0),

@@ -34,7 +34,7 @@ class Config:
     Attributes
     ----------
     num_colors : int
-        Routable colors (virtual channels) per router, 1..32 (DESIGN.md 5.2; 24 on the WSE).
+        Routable colors (virtual channels) per router, 1..32 (docs/router.md; 24 on the WSE).
     vc_depth : int
         Wavelets buffered per (input port, color) in a router; >= 2, a power of two.
     mesh_rows, mesh_cols : int

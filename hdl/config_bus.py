@@ -8,7 +8,7 @@ Signature (from the bus master's side, i.e. a block has ``cfg: In(ConfigBus())``
 * ``rdata: In(32)``: read data of ``addr``, valid exactly one cycle after ``addr`` was presented
   (registered read, so memories can sit behind it). Unmapped addresses read 0.
 
-Each block documents its address map in its own docstring and in the README.
+Each block documents its address map in its page under docs/
 """
 
 from amaranth.lib import wiring

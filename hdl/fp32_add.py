@@ -1,4 +1,4 @@
-"""IEEE-754 binary32 adder (DESIGN.md section 4): combinational core and pipelined stream top.
+"""IEEE-754 binary32 adder (docs/architecture.md#numerics): combinational core and pipelined stream top.
 
 Also holds :func:`fp32_round_pack`, the fp32 normalize / round-to-nearest-even / pack stage that
 the bf16 multiplier shares, so both units round through the same logic.
@@ -132,7 +132,7 @@ class Fp32AddCore(wiring.Component):
 
     Ports: ``a: In(32)``, ``b: In(32)``, ``y: Out(32)`` (IEEE binary32 bit patterns).
 
-    Semantics (DESIGN.md 4): round to nearest even; subnormal inputs and outputs (no flush to
+    Semantics (docs/architecture.md#numerics): round to nearest even; subnormal inputs and outputs (no flush to
     zero); ``x + (-x) = +0`` and ``-0 + -0 = -0``; overflow gives a signed infinity;
     ``inf + -inf`` and any NaN input give the canonical NaN ``0x7FC00000``. Equal to numpy
     ``float32`` addition with NaN canonicalized (``models.numerics.fp32_add``).
@@ -194,7 +194,7 @@ class Fp32AddCore(wiring.Component):
 
 
 class Fp32Add(FpStreamUnit):
-    """Stream top ``fp32_add`` (DESIGN.md 8): ``o = fp32(a) + fp32(b)`` via :class:`Fp32AddCore`.
+    """Stream top ``fp32_add`` (docs/architecture.md#verilog-tops): ``o = fp32(a) + fp32(b)`` via :class:`Fp32AddCore`.
 
     ``i: In(stream.Signature(StructLayout({"a": 32, "b": 32})))`` (``a`` in bits 31..0),
     ``o: Out(stream.Signature(32))``. ``LATENCY = 2``, one result per cycle, input order,

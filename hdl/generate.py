@@ -11,6 +11,7 @@ from pathlib import Path
 
 from .config import PRESETS, ConfigError, preset
 from .tops import TOPS, build_top
+from .verilog import write_verilog
 
 
 def _parse_override(text):
@@ -45,7 +46,6 @@ def main(argv=None):
     except ConfigError as e:
         ap.error(str(e))
 
-    from sim.runner import write_verilog
     out = Path(args.out)
     for name in args.tops or list(TOPS):
         path = write_verilog(build_top(name, cfg), name, out)

@@ -1,4 +1,4 @@
-"""P x Q mesh of color routers (DESIGN.md 5.4), optionally with a core on every RAMP port.
+"""P x Q mesh of color routers (docs/mesh.md), optionally with a core on every RAMP port.
 
 Router ``(r, q)`` sits in row ``r`` (0 = north) and column ``q`` (0 = west). Neighbours are joined
 by :class:`~hdl.router.CreditLink` pairs (per-color credits, so a stalled color never blocks a

@@ -1,4 +1,4 @@
-"""The PE core (DESIGN.md 5.3): a descriptor-driven dataflow core with banked SRAM and FMAC lanes.
+"""The PE core (docs/pe.md): a descriptor-driven dataflow core with banked SRAM and FMAC lanes.
 
 No instruction fetch: a table of ``num_tasks`` task descriptors (:mod:`hdl.pe_descriptor`) bound
 to colors. Two engines run concurrently:

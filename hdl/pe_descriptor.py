@@ -1,4 +1,4 @@
-"""PE task descriptor format (DESIGN.md 5.3): the Amaranth ``data.Struct`` and its Python encoder.
+"""PE task descriptor format (docs/pe.md): the Amaranth ``data.Struct`` and its Python encoder.
 
 A descriptor is 192 bits, written as six 32-bit configuration words (word ``w`` holds bits
 ``32*w .. 32*w+31``; fields pack LSB first as Amaranth's ``StructLayout`` packs them). Writing

@@ -1,4 +1,4 @@
-"""Router port numbering (DESIGN.md 5.1), shared by the RTL and the golden models.
+"""Router port numbering (docs/architecture.md#wavelets-and-links), shared by the RTL and the golden models.
 
 Plain Python on purpose (no amaranth import): ``models/`` imports it.
 """

@@ -1,4 +1,4 @@
-"""The 5-port color router (DESIGN.md 5.2): per-color virtual channels, multicast, round-robin
+"""The 5-port color router (docs/router.md): per-color virtual channels, multicast, round-robin
 arbitration per output, per-color credit flow control between routers, run-time route tables.
 
 Ports (``p`` is one of ``n``, ``e``, ``s``, ``w``, ``ramp``; ``C = cfg.num_colors``)

@@ -1,4 +1,4 @@
-"""SwarmX broadcast/reduce node and tree (DESIGN.md 5.5, top ``swarmx`` of DESIGN.md 8).
+"""SwarmX broadcast/reduce node and tree (docs/swarmx.md, top ``swarmx`` of docs/architecture.md#verilog-tops).
 
 Every link is an ``amaranth.lib.stream`` of :class:`hdl.wavelet.TaggedWord` (``data: 32``,
 ``last: 1``). The golden model (numbers, latency, a cycle-exact model) is ``models.swarmx``.
@@ -289,7 +289,7 @@ class SwarmxNode(wiring.Component):
 
 
 class SwarmxTree(wiring.Component):
-    """SwarmX tree for ``leaves`` systems (the ``swarmx`` top of DESIGN.md 8).
+    """SwarmX tree for ``leaves`` systems (the ``swarmx`` top of docs/architecture.md#verilog-tops).
 
     Ports
     -----

@@ -1,4 +1,4 @@
-"""A weight-streaming system top (DESIGN.md 2, 7): a SwarmX tree (:class:`hdl.swarmx.SwarmxTree`)
+"""A weight-streaming system top (docs/wafer.md): a SwarmX tree (:class:`hdl.swarmx.SwarmxTree`)
 feeding ``N = cfg.swarmx_leaves`` RTL wafers (:class:`hdl.wafer.Wafer`).
 
 ::

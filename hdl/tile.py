@@ -1,4 +1,4 @@
-"""A PE tile (DESIGN.md 5.3): a :class:`~hdl.pe_core.PeCore` on the RAMP port of a
+"""A PE tile (docs/pe.md): a :class:`~hdl.pe_core.PeCore` on the RAMP port of a
 :class:`~hdl.router.Router`, behind one configuration bus.
 
 Ports (``C = cfg.num_colors``; ``p`` in ``n, e, s, w``)

@@ -21,28 +21,28 @@ __all__ = ["TOPS", "build_top"]
 
 
 TOPS = {
-    # 38-bit wavelet pipeline register (DESIGN.md 5.1).
+    # 38-bit wavelet pipeline register (docs/skid_buffer.md).
     "skid_buffer": lambda cfg: SkidBuffer(Wavelet),
-    # SwarmX broadcast/reduce tree for cfg.swarmx_leaves systems (DESIGN.md 5.5, 8).
+    # SwarmX broadcast/reduce tree for cfg.swarmx_leaves systems (docs/swarmx.md).
     "swarmx": lambda cfg: SwarmxTree.from_config(cfg),
-    # One color router, every port a boundary stream (DESIGN.md 5.2; README "Fabric").
+    # One color router, every port a boundary stream (docs/router.md).
     "router": lambda cfg: Router(cfg),
-    # 4x4 mesh of routers, edges and RAMPs as streams (DESIGN.md 5.4; README "Fabric").
+    # 4x4 mesh of routers, edges and RAMPs as streams (docs/mesh.md).
     "mesh4x4": lambda cfg: Mesh(cfg.replace(mesh_rows=4, mesh_cols=4)),
-    # binary32 adder, stream {a: 32, b: 32} -> 32, latency Fp32Add.LATENCY (DESIGN.md 4, 8).
+    # binary32 adder, stream {a: 32, b: 32} -> 32, latency Fp32Add.LATENCY (docs/fp_units.md).
     "fp32_add": lambda cfg: Fp32Add(),
-    # bf16 x bf16 -> binary32 multiplier, stream {a: 16, b: 16} -> 32 (DESIGN.md 4, 8).
+    # bf16 x bf16 -> binary32 multiplier, stream {a: 16, b: 16} -> 32 (docs/fp_units.md).
     "bf16_mul": lambda cfg: Bf16Mul(),
-    # PE core: descriptors, banked SRAM, cfg.lanes FMAC lanes, vector unit (DESIGN.md 5.3; README
-    # "PE tile"); a vector needs one bank per lane, so these tops use at least `lanes` banks.
+    # PE core: descriptors, banked SRAM, cfg.lanes FMAC lanes, vector unit (docs/pe.md); a vector
+    # needs one bank per lane, so these tops use at least `lanes` banks.
     "pe_core": lambda cfg: PeCore(_pe_banks(cfg)),
-    # PE tile: router + core on its RAMP port, one config bus (DESIGN.md 5.3; README "PE tile").
+    # PE tile: router + core on its RAMP port, one config bus (docs/pe.md).
     "tile": lambda cfg: Tile(_pe_banks(cfg)),
     # Wafer: mesh_rows x mesh_cols PE tiles + SwarmX weight/gradient adapters + host edges
-    # (DESIGN.md 5, 6; README "The system simulation").
+    # (docs/wafer.md).
     "wafer": lambda cfg: Wafer(_pe_banks(cfg)),
     # System: SwarmX tree + 2 wafers of 2x2 PE tiles, the `make sim` default size (other fields
-    # from cfg; any size: hdl.system.System(cfg)) (DESIGN.md 2, 7; README "The system simulation").
+    # from cfg; any size: hdl.system.System(cfg)) (docs/wafer.md).
     "system": lambda cfg: System(_pe_banks(cfg.replace(mesh_rows=2, mesh_cols=2,
                                                        swarmx_leaves=2))),
 }

@@ -1,4 +1,4 @@
-"""A wafer (DESIGN.md 5, 6): ``cfg.mesh_rows x cfg.mesh_cols`` PE tiles (a :class:`~hdl.mesh.Mesh`
+"""A wafer (docs/wafer.md): ``cfg.mesh_rows x cfg.mesh_cols`` PE tiles (a :class:`~hdl.mesh.Mesh`
 with a :class:`~hdl.pe_core.PeCore` on every RAMP port) plus the edge adapters that join it to a
 SwarmX leaf and to the host.
 
@@ -9,7 +9,7 @@ Ports (``P = cfg.mesh_rows``, ``Q = cfg.mesh_cols``)
     demux* turns word ``k`` of every row (``k`` counts ``0 .. W_ROW_LEN-1`` and restarts after
     ``last``) into a wavelet ``{color: W_COLOR, data: bf16 << 16}`` on the north edge of the
     column ``q`` whose slice holds ``k`` (``W_BOUND[q-1] <= k < W_BOUND[q]``): the column split of
-    the K dimension of DESIGN.md 6. With ``W_MODE = 1`` (a transposed stream, row ``k`` of
+    the K dimension of docs/architecture.md#layer-mapping. With ``W_MODE = 1`` (a transposed stream, row ``k`` of
     ``W^T`` = column k of W, for backward-data) the column is chosen by the *row* index instead
     (rows counted from 0 after ``last``). Combinational: a word is taken when that column's router
     takes the wavelet (one per cycle).

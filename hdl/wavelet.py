@@ -1,4 +1,4 @@
-"""Shared fabric types (DESIGN.md 5.1): the wavelet, router ports and the stream signatures.
+"""Shared fabric types (docs/architecture.md#wavelets-and-links): the wavelet, router ports and the stream signatures.
 
 Payload fields pack as Amaranth's ``StructLayout`` packs them: the first field in the least
 significant bits. A wavelet is therefore ``{ctrl[37], color[36:32], data[31:0]}``.

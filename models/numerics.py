@@ -1,4 +1,4 @@
-"""Golden numerics (DESIGN.md section 4): one contract for RTL and models, vectorized numpy.
+"""Golden numerics (docs/architecture.md#numerics): one contract for RTL and models, vectorized numpy.
 
 * fp32 is IEEE-754 binary32, round to nearest even, subnormals kept, signed zeros and
   infinities per IEEE; every NaN *result* is the canonical quiet NaN ``0x7FC00000``.
@@ -107,7 +107,7 @@ def chain_sum(terms, axis=0):
 
 
 def node_sum(children):
-    """One SwarmX node over its 1..4 children (axis 0), DESIGN.md 5.5:
+    """One SwarmX node over its 1..4 children (axis 0), docs/swarmx.md:
     ``((c0 + c1) + (c2 + c3))``; absent children drop out: ``((c0 + c1) + c2)``, ``(c0 + c1)``, ``c0``."""
     c = np.asarray(children, dtype=np.float32)
     n = c.shape[0]

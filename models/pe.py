@@ -1,4 +1,4 @@
-"""Golden model of the PE core (DESIGN.md 5.3): the same descriptors executed on numpy state.
+"""Golden model of the PE core (docs/pe.md): the same descriptors executed on numpy state.
 
 It mirrors :mod:`hdl.pe_core` value for value (SRAM words, output wavelets per color, done
 counters, faults) and states the cycle cost of every descriptor. It is transaction level: one
@@ -368,7 +368,7 @@ def encode(**fields):
     return [(value >> (32 * w)) & MASK32 for w in range(DESC_WORDS)]
 
 
-# ---- the forward micro-kernel of DESIGN.md 6 as PE programs ------------------------------------
+# ---- the forward micro-kernel of docs/architecture.md#layer-mapping as PE programs ----
 
 COLOR_W, COLOR_PSUM, COLOR_RESULT = 0, 1, 2
 

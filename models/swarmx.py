@@ -1,4 +1,4 @@
-"""Golden model of SwarmX (DESIGN.md 5.5): numbers, timing, a cycle model, and tree vs ring.
+"""Golden model of SwarmX (docs/swarmx.md): numbers, timing, a cycle model, and tree vs ring.
 
 Structure
 ---------

@@ -1,9 +1,3 @@
-"""cocotb testbench support: the runner, stream drivers and monitors, scoreboards."""
-
-import json
-import os
-
-
-def params():
-    """Parameters the pytest entry point handed to this cocotb bench (``sim.runner.run_bench``)."""
-    return json.loads(os.environ.get("WS_PARAMS", "{}"))
+"""Simulation: ``kit`` (cocotb runner, stream drivers/monitors, scoreboards), ``harness`` (test-harness
+RTL: players, recorders, plain-Verilog testbenches), ``benches`` (one bench per block) and ``system``
+(the system simulation application, ``make sim``)."""

@@ -1,4 +1,4 @@
-"""MemoryX golden model (DESIGN.md 5.6): tiered weight store, near-memory optimizers, bf16
+"""MemoryX golden model (docs/memoryx.md): tiered weight store, near-memory optimizers, bf16
 streaming, accounting and planner, checkpoints, safetensors, timing model.
 
 ``from models.memoryx import MemoryX, SGD, Momentum, Adam, AdamW``
@@ -12,7 +12,7 @@ from .accounting import (
                          plan_capacity,
                          update_bytes_per_parameter,
 )
-from .checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
+from .checkpoint import read_checkpoint, save_checkpoint
 from .errors import CheckpointError, DuplicateGradientError, GradientError, MemoryXError, UnknownLayerError
 from .initializers import initialize
 from .optimizers import SGD, Adam, AdamW, Momentum, Optimizer, optimizer_from_config
@@ -21,6 +21,8 @@ from .schedules import constant, linear_warmup_cosine, step_decay
 from .store import MemoryX
 from .tiers import TieredStore
 from .timing import MemoryXRates, StepTiming, step_timing
+
+load_checkpoint = MemoryX.load_checkpoint
 
 __all__ = [
     "MemoryX", "SGD", "Momentum", "Adam", "AdamW", "Optimizer", "optimizer_from_config",

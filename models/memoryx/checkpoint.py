@@ -11,26 +11,23 @@ master, every optimizer state tensor and the fp32 gradient buffer (so a checkpoi
 micro-batches resumes exactly); the bf16 copy is derived from the master on load. The trailing
 SHA-256 covers every byte before it and is verified before anything is used.
 
-Durability (:func:`atomic_write`): the file is written under a temporary name in the target
-directory, flushed and ``fsync``-ed, renamed over the target with ``os.replace`` (atomic on POSIX)
-and the directory is ``fsync``-ed. A crash at any moment leaves either the previous checkpoint or
-the new one at ``path``, never a mix; a stray ``.<name>.tmp.*`` file may remain and is ignored.
+Durability: written through :func:`models.memoryx.atomic.atomic_write` (temporary file, fsync,
+atomic rename): a crash leaves either the previous checkpoint or the new one at ``path``.
 """
 
 import hashlib
 import json
-import os
 import struct
-import uuid
 from pathlib import Path
 
 import numpy as np
 
 from models.numerics import bf16_bits
 
+from .atomic import atomic_write
 from .errors import CheckpointError
 
-__all__ = ["atomic_write", "save_checkpoint", "read_checkpoint", "load_checkpoint", "MAGIC", "VERSION"]
+__all__ = ["save_checkpoint", "read_checkpoint", "restore_layers", "MAGIC", "VERSION"]
 
 MAGIC = b"WSMXCKPT"
 VERSION = 1
@@ -39,25 +36,6 @@ _DIGEST = 32
 _DTYPES = {"float32": np.float32, "uint16": np.uint16}
 
 
-def atomic_write(path, write):
-    """Create/replace ``path`` atomically: ``write(f)`` fills a temporary file in the same
-    directory, which is fsync-ed, renamed over ``path``, and the directory fsync-ed."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp.{os.getpid()}.{uuid.uuid4().hex[:8]}")
-    try:
-        with open(tmp, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
 
 
 class _HashingWriter:
@@ -144,22 +122,12 @@ def read_checkpoint(path):
     return header, tensors
 
 
-def load_checkpoint(path, **memoryx_kwargs):
-    """A new :class:`MemoryX` with the state saved in ``path``. ``memoryx_kwargs`` pass the
-    run-time settings a checkpoint does not hold (``dram_budget_bytes``, ``flash_dir``,
-    ``lr_schedule``, ``chunk_elems``)."""
-    from .optimizers import optimizer_from_config
-    from .store import MemoryX
-
-    header, tensors = read_checkpoint(path)
-    try:
-        opt = optimizer_from_config(header["optimizer"])
-    except (TypeError, ValueError) as e:
-        raise CheckpointError(f"checkpoint {path}: bad optimizer configuration ({e})") from None
-    mx = MemoryX(optimizer=opt, accumulation_steps=header["accumulation_steps"], **memoryx_kwargs)
+def restore_layers(mx, header, tensors, path):
+    """Fill the empty store ``mx`` (built with the checkpoint's optimizer) with the layers and
+    bookkeeping of a checkpoint read by :func:`read_checkpoint` from ``path``."""
     for layer in header["layers"]:
         name = layer["name"]
-        kinds = ("master", *opt.state_names, "grad")
+        kinds = ("master", *mx.optimizer.state_names, "grad")
         missing = [k for k in kinds if (name, k) not in tensors]
         if missing:
             raise CheckpointError(f"checkpoint {path}: layer {name!r} lacks tensors {missing}")

@@ -21,7 +21,7 @@ from safetensors.numpy import save
 
 from models.numerics import bf16_bits, bf16_to_fp32
 
-from .checkpoint import atomic_write
+from .atomic import atomic_write
 from .errors import MemoryXError
 
 __all__ = ["export_safetensors", "import_safetensors", "read_safetensors"]

@@ -1,4 +1,4 @@
-"""MemoryX: the weight store with near-memory optimizers (DESIGN.md 5.6).
+"""MemoryX: the weight store with near-memory optimizers (docs/memoryx.md).
 
 Per layer it holds, in a :class:`~models.memoryx.tiers.TieredStore`, the fp32 master weights, the
 optimizer state (one fp32 tensor per ``optimizer.state_names``), the fp32 gradient buffer (where
@@ -29,9 +29,11 @@ import numpy as np
 from models.numerics import bf16_bits
 
 from .accounting import bytes_per_parameter
-from .errors import DuplicateGradientError, GradientError, MemoryXError, UnknownLayerError
+from .checkpoint import read_checkpoint, restore_layers, save_checkpoint
+from .errors import CheckpointError, DuplicateGradientError, GradientError, MemoryXError, UnknownLayerError
 from .initializers import initialize
-from .optimizers import Optimizer
+from .optimizers import Optimizer, optimizer_from_config
+from .safetensors_io import export_safetensors, import_safetensors
 from .tiers import TieredStore
 
 __all__ = ["MemoryX"]
@@ -343,24 +345,26 @@ class MemoryX:
     # -- durability and interchange ------------------------------------------------------------
     def save_checkpoint(self, path):
         """Crash-safe checkpoint to ``path`` (new file, fsync, atomic rename, SHA-256)."""
-        from .checkpoint import save_checkpoint
         return save_checkpoint(self, path)
 
     @classmethod
     def load_checkpoint(cls, path, **kwargs):
         """A store restored from ``path`` (checksum verified); ``kwargs``: dram_budget_bytes,
         flash_dir, lr_schedule, chunk_elems (run-time settings the checkpoint does not hold)."""
-        from .checkpoint import load_checkpoint
-        return load_checkpoint(path, **kwargs)
+        header, tensors = read_checkpoint(path)
+        try:
+            opt = optimizer_from_config(header["optimizer"])
+        except (TypeError, ValueError) as e:
+            raise CheckpointError(f"checkpoint {path}: bad optimizer configuration ({e})") from None
+        mx = cls(optimizer=opt, accumulation_steps=header["accumulation_steps"], **kwargs)
+        return restore_layers(mx, header, tensors, path)
 
     def export_safetensors(self, path, dtype="float32", include_state=False):
         """Write the weights (``float32`` masters or ``bfloat16`` copies) to a safetensors file."""
-        from .safetensors_io import export_safetensors
         return export_safetensors(self, path, dtype=dtype, include_state=include_state)
 
     def import_safetensors(self, path, strict=True, create_missing=False):
         """Load weights (and optimizer state) from a safetensors file; all-or-nothing."""
-        from .safetensors_io import import_safetensors
         return import_safetensors(self, path, strict=strict, create_missing=create_missing)
 
     # -- snapshot (used by tests and checkpoints) ----------------------------------------------

@@ -1,4 +1,4 @@
-"""Weight-streaming pipeline golden model (DESIGN.md 5.7 and 6).
+"""Weight-streaming pipeline golden model (docs/pipeline.md, docs/architecture.md#layer-mapping).
 
 * :mod:`.mapping` — partition of a dense layer's K (over the Q columns) and B (over the P rows).
 * :mod:`.kernels` — the exact forward / backward-data / backward-weight kernels, ReLU and mask, the

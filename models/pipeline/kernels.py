@@ -1,11 +1,11 @@
-"""The exact kernels of a dense layer on a ``P x Q`` wafer (DESIGN.md 6): the numbers the RTL must
-produce, bit for bit. Everything here is fixed; the PE tile, the mesh and the system simulation
+"""The exact kernels of a dense layer on a ``P x Q`` wafer (docs/architecture.md#layer-mapping):
+the numbers the RTL must produce, bit for bit. Everything here is fixed; the PE tile, the mesh and the system simulation
 implement exactly these partitions, rounding points and summation orders.
 
 Notation: a layer is ``Z = W X`` with ``W: M x K`` (out x in, streamed from MemoryX as bf16, row m
 in ascending k), ``X: K x B`` (bf16 activations, resident), batch ``B`` per system, ``N`` systems.
 Values travel as bit patterns: bf16 as ``uint16``, fp32 as ``float32`` (numerics in
-:mod:`models.numerics`, DESIGN.md 4). Mesh rows are numbered ``p = 0`` (north) .. ``P-1`` (south),
+:mod:`models.numerics`, docs/architecture.md#numerics). Mesh rows are numbered ``p = 0`` (north) .. ``P-1`` (south),
 columns ``q = 0`` (west) .. ``Q-1`` (east).
 
 Partition (:mod:`models.pipeline.mapping`)

@@ -1,4 +1,4 @@
-"""Partition of a dense layer over a ``P x Q`` wafer (DESIGN.md 6).
+"""Partition of a dense layer over a ``P x Q`` wafer (docs/architecture.md#layer-mapping).
 
 A layer ``Y = W X`` has ``W: M x K`` (streamed from MemoryX) and ``X: K x B`` (resident). Column ``q``
 owns a contiguous slice ``K_q`` of the input features, row ``p`` owns a contiguous slice ``B_p`` of

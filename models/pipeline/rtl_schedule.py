@@ -1,10 +1,10 @@
-"""Timing model of the RTL system schedule (``make sim``, ``sim/bench_system_rtl.py``): the
+"""Timing model of the RTL system schedule (``make sim``, ``sim/system/bench_rtl_wafers.py``): the
 configuration and run cycles of every phase of a training step on N RTL wafers of P x Q PE tiles
 behind the SwarmX tree, with no stalls.
 
 Unlike :mod:`models.pipeline.timing` (the architecture's pipelined step: backward-data and
 backward-weight in one pass, a DRAM fill, no RAMP-port contention), this follows what the layer
-compiler (``sim/wafer_compiler.py``) and the bench actually run, phase by phase. Two levels:
+compiler (``compiler/wafer.py``) and the bench actually run, phase by phase. Two levels:
 
 * **Configuration** (every phase): the configuration player writes one word per cycle after one
   idle cycle following ``start`` (:data:`PLAYER_START_CYCLES`): ``writes + 1`` cycles.
@@ -30,7 +30,7 @@ compiler (``sim/wafer_compiler.py``) and the bench actually run, phase by phase.
   A closed formula for those would have to replay the same arbitration, so the model composes
   the cycle-level parts instead (fast: well under a second for the default step).
 
-All figures count cycles as the harness does (``sim/system_rtl_harness.py``): configuration from
+All figures count cycles as the harness does (``sim/harness/rtl_system.py``): configuration from
 ``start`` while a configuration player is busy; run from ``go`` until every recorder holds its
 words. Plain Python: no amaranth/cocotb.
 """
@@ -49,7 +49,7 @@ __all__ = ["RtlHardware", "PhaseCycles", "PLAYER_START_CYCLES", "RECORDER_COUNT_
            "simulated_run_cycles", "step_schedule"]
 
 # A stream player's first transfer comes two cycles after its ``start`` pulse cycle: busy rises
-# at the edge ending the pulse, valid one cycle later (sim/stream_player.py). Counted in the
+# at the edge ending the pulse, valid one cycle later (sim/harness/stream_player.py). Counted in the
 # configuration figure as the one busy cycle without a write; in the run figure as the cycle
 # between ``go`` and the player's first busy cycle.
 PLAYER_START_CYCLES = 1
@@ -181,7 +181,7 @@ def backward_weight_run_cycles(m, k, hw):
 
 
 def _commit_rank(d):
-    """The compiler's commit order inside a tile (``sim.wafer_compiler._commit_order``): FMAC /
+    """The compiler's commit order inside a tile (``compiler.wafer._commit_order``): FMAC /
     STORE, then VECs with dependencies or not enabled, then the other VECs; index breaks ties."""
     if d.get("op") != OP["VEC"]:
         return 0

@@ -1,4 +1,4 @@
-"""Cycle-level timing model of weight streaming (DESIGN.md 5.7): every phase of a training step of
+"""Cycle-level timing model of weight streaming (docs/pipeline.md): every phase of a training step of
 a dense network on N data-parallel wafers of ``P x Q`` PEs, fed by MemoryX through SwarmX.
 
 All parameters live in one validated dataclass, :class:`TimingParams`; their defaults are the

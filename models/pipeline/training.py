@@ -1,4 +1,4 @@
-"""Data-parallel training through the exact kernels (DESIGN.md 5.7), with MemoryX as the weight
+"""Data-parallel training through the exact kernels (docs/pipeline.md), with MemoryX as the weight
 store and optimizer.
 
 A network is a list of dense layers ``dims = (d_0, d_1, ..., d_L)``: layer ``l`` is named

@@ -1,5 +1,5 @@
 """The fp units (``fp32_add``: Fp32Add/Fp32AddCore, ``bf16_mul``: Bf16Mul/Bf16MulCore) bit-exact
-against ``models.numerics``, plus the stream contract of DESIGN.md 8 (order, back-pressure,
+against ``models.numerics``, plus the stream contract of docs/architecture.md#verilog-tops (order, back-pressure,
 latency, throughput). Every test runs for both units."""
 
 import os
@@ -13,8 +13,8 @@ from hdl.bf16_mul import Bf16Mul
 from hdl.config import Config
 from hdl.fp32_add import Fp32Add
 from hdl.tops import build_top
-from sim.bench_fp import golden, random_pairs, run_core_harness, run_harness, special_pairs
-from sim.runner import run_bench
+from sim.benches.fp import golden, random_pairs, run_core_harness, run_harness, special_pairs
+from sim.kit.runner import run_bench
 
 # Literal IEEE-754 binary32 facts (not from numpy): (a, b, a + b).
 ADD_DIRECTED = [
@@ -86,7 +86,7 @@ MUL_DIRECTED = [
 
 @dataclass(frozen=True)
 class Unit:
-    name: str          # top name, also the sim.bench_fp unit key
+    name: str          # top name, also the sim.benches.fp unit key
     top: type          # the stream top class (LATENCY)
     dtype: type        # operand bit-pattern type
     directed: list
@@ -169,26 +169,26 @@ def test_cocotb_special_pairs_and_timing(unit):
     """cocotb: special pairs with random gaps / back-pressure and cycle-exact replay of the
     pipeline model; full-rate latency == LATENCY and one result per cycle; results held (and
     the pipeline filled to capacity) while o.ready is low."""
-    run_bench(build_top(unit.name, Config()), unit.name, "sim.bench_fp",
+    run_bench(build_top(unit.name, Config()), unit.name, "sim.benches.fp",
               params={"unit": unit.name, "vectors": "special", "gap_prob": 0.3, "stall_prob": 0.3,
                       "latency": unit.top.LATENCY})
 
 
 def test_cocotb_random_heavy_backpressure(unit, seed):
     """cocotb: random pairs, mostly-stalled output and frequent input gaps, cycle-exact."""
-    run_bench(build_top(unit.name, Config()), unit.name, "sim.bench_fp", testcase="stream_traffic",
+    run_bench(build_top(unit.name, Config()), unit.name, "sim.benches.fp", testcase="stream_traffic",
               seed=seed % (1 << 31),
               params={"unit": unit.name, "vectors": "random", "n": 1500, "gap_prob": 0.5,
                       "stall_prob": 0.8, "latency": unit.top.LATENCY})
 
 
 def test_port_contract(unit):
-    """DESIGN.md 8: i carries {a, b} with a in the least significant bits, o is 32 bits wide;
+    """docs/architecture.md#verilog-tops: i carries {a, b} with a in the least significant bits, o is 32 bits wide;
     the generated module has clk, rst and Amaranth's stream port names."""
     from amaranth import Shape
     from amaranth.lib import data
 
-    from sim.runner import verilog_text
+    from hdl.verilog import verilog_text
 
     width = np.dtype(unit.dtype).itemsize * 8
     top = build_top(unit.name, Config())

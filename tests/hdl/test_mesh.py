@@ -1,4 +1,4 @@
-"""Mesh benches in the plain-Verilog harness (sim/bench_mesh.py), every phase checked against
+"""Mesh benches in the plain-Verilog harness (sim/benches/mesh.py), every phase checked against
 the cycle-level model (models/fabric.py) and the route-walking scoreboard."""
 
 import random
@@ -10,7 +10,7 @@ from hdl.mesh import Mesh
 from hdl.router import ADDR_ERROR, route_addr
 from hdl.wavelet import Port
 from models.fabric import BAD_ROUTE, NO_ROUTE, FabricModel, walk, xy_routes, zero_load_latency
-from sim.bench_mesh import Scenario, Traffic, random_flows, random_timing, random_traffic
+from sim.benches.mesh import Scenario, Traffic, random_flows, random_timing, random_traffic
 
 CFG = Config(num_colors=4, vc_depth=2)     # the 4x4 mesh under test: 4 colors, 2-deep VCs
 TOP = "mesh4x4"

@@ -1,6 +1,6 @@
 """PeCore RTL against the golden PE model (models/pe.py): every operation alone with random data,
 random input gaps and random output back-pressure; chaining; cycle costs; FMAC utilization at
-line rate; the fault flag. Benches: sim/bench_pe.py."""
+line rate; the fault flag. Benches: sim/benches/pe.py."""
 
 import json
 
@@ -12,8 +12,8 @@ from hdl.pe_core import DONE_OFFSET, STATUS, PeCore, core_map
 from hdl.pe_descriptor import Fault, Op, VecMode
 from models.numerics import bf16_bits
 from models.pe import DEP_TO_TX_CYCLES
-from sim.bench_pe import Program, desc_writes, sram_writes
-from sim.runner import run_bench
+from sim.benches.pe import Program, desc_writes, sram_writes
+from sim.kit.runner import run_bench
 
 TINY = preset("tiny")          # lanes 2, 256 words in 2 banks, 4 tasks, 4 colors
 DEFAULT = preset("default")    # lanes 4, 2048 words in 8 banks, 8 tasks, 24 colors
@@ -55,7 +55,7 @@ def status_reads(cfg):
 
 
 def run(cfg, prog, **kw):
-    test_dir = run_bench(PeCore(cfg), "pe_core", "sim.bench_pe", params=prog.params(**kw))
+    test_dir = run_bench(PeCore(cfg), "pe_core", "sim.benches.pe", params=prog.params(**kw))
     result = json.loads((test_dir / "result.json").read_text())
     prog.check(result)
     return result

@@ -10,7 +10,7 @@ from hdl.router import Router
 from hdl.tops import build_top
 from hdl.wavelet import Port
 from models.fabric import FabricModel, walk
-from sim.bench_mesh import (
+from sim.benches.mesh import (
     FabricPorts,
     Program,
     Traffic,
@@ -21,13 +21,13 @@ from sim.bench_mesh import (
     run_harness,
     scoreboard,
 )
-from sim.runner import run_bench
+from sim.kit.runner import run_bench
 
 
 @pytest.mark.parametrize("num_colors,vc_depth", [(4, 2), (24, 4)])
 def test_router_bench(num_colors, vc_depth):
     cfg = Config(num_colors=num_colors, vc_depth=vc_depth)
-    run_bench(build_top("router", cfg), "router", "sim.bench_router",
+    run_bench(build_top("router", cfg), "router", "sim.benches.router",
               params={"num_colors": num_colors, "vc_depth": vc_depth})
 
 

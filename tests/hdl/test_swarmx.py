@@ -9,8 +9,9 @@ from hdl.config import Config
 from hdl.fp32_add import Fp32Add
 from hdl.swarmx import SwarmxNode, SwarmxReduceUnit, SwarmxTree, tree_shape
 from hdl.tops import build_top
+from hdl.verilog import verilog_text
 from models.swarmx import node_children, node_reduce_latency, tree_depth
-from sim.runner import run_bench, verilog_text
+from sim.kit.runner import run_bench
 
 # Words per random run: the per-cycle Python cost grows with the number of streams.
 WORDS = {1: 1500, 2: 1200, 4: 1000, 7: 700, 16: 400}
@@ -19,20 +20,20 @@ WORDS = {1: 1500, 2: 1200, 4: 1000, 7: 700, 16: 400}
 @pytest.mark.parametrize("leaves", [1, 2, 4, 7, 16])
 def test_swarmx_tree_bench(leaves):
     cfg = Config(swarmx_leaves=leaves)
-    run_bench(build_top("swarmx", cfg), "swarmx", "sim.bench_swarmx",
+    run_bench(build_top("swarmx", cfg), "swarmx", "sim.benches.swarmx",
               params={"leaves": leaves, "fifo_depth": cfg.swarmx_fifo_depth,
                       "adder_latency": Fp32Add.LATENCY, "words": WORDS[leaves], "full_words": 64})
 
 
 def test_swarmx_split_node_bench():
-    run_bench(SwarmxNode(4, split=True, fifo_depth=4), "swarmx_split", "sim.bench_swarmx",
+    run_bench(SwarmxNode(4, split=True, fifo_depth=4), "swarmx_split", "sim.benches.swarmx",
               params={"leaves": 4, "split": 1, "fifo_depth": 4,
                       "adder_latency": Fp32Add.LATENCY, "words": 400, "full_words": 64})
 
 
 def test_swarmx_shallow_fifo_bench():
     """The least legal child FIFO depth (2) still runs at one word per cycle."""
-    run_bench(SwarmxTree(7, fifo_depth=2), "swarmx", "sim.bench_swarmx",
+    run_bench(SwarmxTree(7, fifo_depth=2), "swarmx", "sim.benches.swarmx",
               params={"leaves": 7, "fifo_depth": 2, "adder_latency": Fp32Add.LATENCY,
                       "words": 200, "full_words": 48}, testcase=["random_traffic", "full_rate"])
 

@@ -1,7 +1,7 @@
-"""PE tiles on the fabric: the forward micro-kernel of DESIGN.md 6 (weights multicast, partial
+"""PE tiles on the fabric: the forward micro-kernel of docs/architecture.md#layer-mapping (weights multicast, partial
 sums chained west to east, ReLU + bf16 at the east PE, results filtered back to their owners) on
 one tile, a 1 x Q row and a P x 1 column, with random edge gaps and back-pressure, bit-exact
-against models.pipeline.kernels. Bench: sim/bench_tile.py."""
+against models.pipeline.kernels. Bench: sim/benches/tile.py."""
 
 import json
 
@@ -11,8 +11,8 @@ from hdl.config import ConfigError, preset
 from hdl.mesh import Mesh
 from hdl.pe_core import PeCore
 from hdl.tile import Tile, mesh_tile_addr_bits
-from sim.bench_tile import forward_kernel_setup
-from sim.runner import run_bench
+from sim.benches.tile import forward_kernel_setup
+from sim.kit.runner import run_bench
 
 
 def check(result, params, expect):
@@ -33,7 +33,7 @@ def run_mesh(rows, cols, m, k, seed, gap, stall):
     params, expect = forward_kernel_setup(cfg, rows=rows, cols=cols, m=m, k=k, seed=seed)
     params.update(gap_prob=gap, stall_prob=stall)
     top = Mesh(cfg, core=lambda r, q: PeCore(cfg), tile_addr_bits=mesh_tile_addr_bits(cfg))
-    test_dir = run_bench(top, f"pe_mesh_{rows}x{cols}", "sim.bench_tile", params=params)
+    test_dir = run_bench(top, f"pe_mesh_{rows}x{cols}", "sim.benches.tile", params=params)
     result = json.loads((test_dir / "result.json").read_text())
     check(result, params, expect)
     return result, expect
@@ -44,7 +44,7 @@ def test_tile_alone():
     cfg = preset("tiny")
     params, expect = forward_kernel_setup(cfg, rows=1, cols=1, m=9, k=7, seed=1, mesh=False)
     params.update(gap_prob=0.3, stall_prob=0.4)
-    test_dir = run_bench(Tile(cfg), "tile", "sim.bench_tile", params=params)
+    test_dir = run_bench(Tile(cfg), "tile", "sim.benches.tile", params=params)
     check(json.loads((test_dir / "result.json").read_text()), params, expect)
 
 

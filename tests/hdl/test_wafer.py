@@ -1,22 +1,14 @@
-"""The RTL wafer (hdl/wafer.py) running phases compiled by sim/wafer_compiler.py: weights enter
+"""The RTL wafer (hdl/wafer.py) running phases compiled by compiler/wafer.py: weights enter
 as a SwarmX TaggedWord stream (bf16 in the low half), the weight demux splits every row over the
 mesh columns, the forward micro-kernel runs on P x Q PE tiles, the results leave at the host edge.
-Bit-exact against models.pipeline.kernels. Bench: sim/bench_tile.py (generic stream bench)."""
+Bit-exact against models.pipeline.kernels. Bench: sim/benches/tile.py (generic stream bench)."""
 
 import json
 
 import numpy as np
 import pytest
 
-from hdl.config import ConfigError, preset
-from hdl.mesh import tile_address
-from hdl.pe_core import STATUS, core_map
-from hdl.tile import CORE_BASE, mesh_tile_addr_bits
-from hdl.wafer import ADAPTER, Wafer, adapter_base
-from models.numerics import bf16_bits
-from models.pipeline import kernels
-from sim.runner import run_bench
-from sim.wafer_compiler import (
+from compiler.wafer import (
     WaferCompileError,
     compile_backward_data,
     compile_backward_weight,
@@ -25,6 +17,14 @@ from sim.wafer_compiler import (
     logits_expected_outputs,
     split_dx,
 )
+from hdl.config import ConfigError, preset
+from hdl.mesh import tile_address
+from hdl.pe_core import STATUS, core_map
+from hdl.tile import CORE_BASE, mesh_tile_addr_bits
+from hdl.wafer import ADAPTER, Wafer, adapter_base
+from models.numerics import bf16_bits
+from models.pipeline import kernels
+from sim.kit.runner import run_bench
 
 
 def weight_stream(w16):
@@ -66,7 +66,7 @@ def test_wafer_forward(rows, cols, m, k, gap, stall):
               "outputs": {f"{side}_out__{p}": len(v) for p, v in expect.items()},
               "accept": [], "num_colors": cfg.num_colors, "reads": reads,
               "gap_prob": gap, "stall_prob": stall}
-    test_dir = run_bench(Wafer(cfg), f"wafer_{rows}x{cols}", "sim.bench_tile", params=params)
+    test_dir = run_bench(Wafer(cfg), f"wafer_{rows}x{cols}", "sim.benches.tile", params=params)
     result = json.loads((test_dir / "result.json").read_text())
     for p, words in expect.items():
         got = result["outputs"][f"{side}_out__{p}"]
@@ -91,7 +91,7 @@ def run_phase(cfg, name, phase, weights, outputs, reads, gap=0.0, stall=0.0):
               "outputs": {n: v if isinstance(v, int) else len(v) for n, v in outputs.items()},
               "accept": [], "num_colors": cfg.num_colors, "reads": [a for a, _ in reads],
               "gap_prob": gap, "stall_prob": stall}
-    test_dir = run_bench(Wafer(cfg), name, "sim.bench_tile", params=params)
+    test_dir = run_bench(Wafer(cfg), name, "sim.benches.tile", params=params)
     result = json.loads((test_dir / "result.json").read_text())
     for n, words in outputs.items():
         got = result["outputs"][n]

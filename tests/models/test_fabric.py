@@ -1,4 +1,4 @@
-"""The cycle-level fabric model against properties stated in DESIGN.md 5.2 / hdl/router.py,
+"""The cycle-level fabric model against properties stated in docs/router.md / hdl/router.py,
 independently of the RTL."""
 
 import random

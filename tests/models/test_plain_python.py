@@ -1,4 +1,4 @@
-"""DESIGN.md 3: the golden models are plain Python + numpy: importing every module under
+"""docs/architecture.md#layout: the golden models are plain Python + numpy: importing every module under
 models/ must not import amaranth or cocotb."""
 
 import pkgutil

@@ -1,6 +1,6 @@
 """The pipeline kernels against a straightforward per-PE scalar implementation written here, with
-the orders of DESIGN.md 6 as documented in models/pipeline/kernels.py (independent of numerics.py:
-bf16 through ml_dtypes, fp32 through numpy float32 scalars)."""
+the orders of docs/architecture.md#layer-mapping as documented in models/pipeline/kernels.py
+(independent of numerics.py: bf16 through ml_dtypes, fp32 through numpy float32 scalars)."""
 
 import ml_dtypes
 import numpy as np

@@ -85,9 +85,9 @@ def test_backward_weight_monotonic_and_vector_bound():
 
 
 def _compiled(P, Q, kind, m, k, last=False):
-    """The layer compiler's phase (sim/wafer_compiler.py) on the system preset."""
+    """The layer compiler's phase (compiler/wafer.py) on the system preset."""
+    from compiler import wafer as wc
     from hdl.config import preset
-    from sim import wafer_compiler as wc
     cfg = preset("system", mesh_rows=P, mesh_cols=Q, swarmx_leaves=2).replace(sram_words=4096)
     fn = {"forward": wc.compile_forward, "backward-data": wc.compile_backward_data,
           "backward-weight": wc.compile_backward_weight}[kind]

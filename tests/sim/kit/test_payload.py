@@ -1,7 +1,7 @@
 import pytest
 
 from hdl.wavelet import TaggedWord, Wavelet
-from sim.payload import pack, unpack
+from sim.kit.payload import pack, unpack
 
 
 def test_wavelet_packing_first_field_lsb():

@@ -1,6 +1,6 @@
 """Layer compiler for the RTL wafer (:class:`hdl.wafer.Wafer`): from a layer shape, a mesh
 (``Config``) and a batch, the configuration writes (route tables, SRAM contents, descriptors,
-adapter registers) of a phase for every tile, following DESIGN.md 6 and the orders of
+adapter registers) of a phase for every tile, following docs/architecture.md#layer-mapping and the orders of
 ``models/pipeline/kernels.py`` (the per-PE programs come from ``models.pe``).
 
 It lives in ``sim/`` because the addresses come from the RTL's maps (``hdl.mesh``,

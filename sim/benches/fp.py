@@ -1,12 +1,12 @@
-"""Benches for the floating-point stream tops ``fp32_add`` and ``bf16_mul`` (DESIGN.md 4, 8).
+"""Benches for the floating-point stream tops ``fp32_add`` and ``bf16_mul`` (docs/fp_units.md).
 
 Two paths, both bit-exact against ``models.numerics``:
 
 * Bulk (no cocotb, Python off the per-cycle path): :func:`run_harness` writes operand pairs and
   their golden results to a hex file and runs ``sim/harness/fp_stream_harness.v`` on the top under
-  plain Icarus (``sim.runner.run_vvp``) with random valid gaps and back-pressure driven from
+  plain Icarus (``sim.kit.runner.run_vvp``) with random valid gaps and back-pressure driven from
   Verilog; the harness compares every result in order.
-* cocotb (this module's ``@cocotb.test``s, parameters from ``sim.params()``): the special and
+* cocotb (this module's ``@cocotb.test``s, parameters from ``sim.kit.params()``): the special and
   boundary pairs with random gaps and back-pressure, the cycle of every transfer checked against
   a closed-loop replay of the pipeline's cycle model, and latency / throughput at full rate.
 
@@ -28,13 +28,14 @@ import cocotb
 import numpy as np
 from cocotb.triggers import ClockCycles, RisingEdge
 
+from hdl.verilog import write_verilog
 from models import numerics as nx
 from models.skid_buffer import SkidBufferModel
-from sim import params
-from sim.clocking import reset
-from sim.runner import BUILD, ROOT, run_vvp, write_verilog
-from sim.scoreboard import InOrderScoreboard
-from sim.stream import StreamDriver, StreamMonitor, recorded, replay_closed_loop
+from sim.kit import params
+from sim.kit.clocking import reset
+from sim.kit.runner import BUILD, ROOT, run_vvp
+from sim.kit.scoreboard import InOrderScoreboard
+from sim.kit.stream import StreamDriver, StreamMonitor, recorded, replay_closed_loop
 
 UNITS = {
     # unit: (operand width, golden function on bit patterns)

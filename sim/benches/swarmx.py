@@ -6,7 +6,7 @@ bench decides valid gaps and back-pressure, drives them, and compares every hand
 latency, throughput and buffering are checked cycle for cycle. Numbers are checked bit for bit
 against the golden tree order (``models.swarmx.reduce_bits``), independently of the cycle model.
 
-Parameters (``sim.params()``): ``leaves``, ``split`` (0/1), ``fifo_depth``, ``adder_latency``,
+Parameters (``sim.kit.params()``): ``leaves``, ``split`` (0/1), ``fifo_depth``, ``adder_latency``,
 ``words`` (random test), ``full_words`` (full-rate test).
 """
 
@@ -18,8 +18,8 @@ import numpy as np
 from cocotb.triggers import FallingEdge
 
 from models.swarmx import NodeCycleModel, SwarmxTiming, TreeCycleModel, node_reduce_latency, reduce_bits, reduce_last
-from sim import params
-from sim.clocking import reset
+from sim.kit import params
+from sim.kit.clocking import reset
 
 SPECIALS = np.array([
     0x00000000, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7FA00001, 0xFFC12345,

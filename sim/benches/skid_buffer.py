@@ -1,6 +1,6 @@
 """cocotb bench for ``SkidBuffer`` (top ``skid_buffer``, 38-bit wavelet payload).
 
-Parameters (``sim.params()``): ``words``, ``gap_prob``, ``stall_prob``.
+Parameters (``sim.kit.params()``): ``words``, ``gap_prob``, ``stall_prob``.
 """
 
 import json
@@ -11,10 +11,10 @@ import cocotb
 from cocotb.triggers import ClockCycles, RisingEdge
 
 from models.skid_buffer import SkidBufferModel
-from sim import params
-from sim.clocking import reset
-from sim.scoreboard import InOrderScoreboard
-from sim.stream import StreamDriver, StreamMonitor, recorded, replay_closed_loop
+from sim.kit import params
+from sim.kit.clocking import reset
+from sim.kit.scoreboard import InOrderScoreboard
+from sim.kit.stream import StreamDriver, StreamMonitor, recorded, replay_closed_loop
 
 WIDTH = 38
 

@@ -15,7 +15,7 @@ OPTIMIZERS = {
 }
 
 DIGITS_FEATURES, DIGITS_CLASSES = 64, 10
-# "rtl": RTL wafers of PE tiles (sim/bench_system_rtl.py); "model": the golden wafer kernels.
+# "rtl": RTL wafers of PE tiles (sim/system/bench_rtl_wafers.py); "model": the golden wafer kernels.
 WAFERS = ("rtl", "model")
 
 

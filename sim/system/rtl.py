@@ -1,15 +1,15 @@
 """The RTL-wafer system run: hardware configuration and memory sizes for a
-:class:`~sim.system_config.SystemRunConfig`, checked by compiling every phase of the network
-(:mod:`sim.wafer_compiler`) before anything is built.
+:class:`~sim.system.config.SystemRunConfig`, checked by compiling every phase of the network
+(:mod:`compiler.wafer`) before anything is built.
 
-Choices (README "The system simulation"): the ``system`` preset (8 colors, 4 lanes, 8 tasks)
+Choices (docs/system_simulation.md): the ``system`` preset (8 colors, 4 lanes, 8 tasks)
 with the run's mesh and N; the batch per system must be ``mesh_rows * lanes`` (one batch slice of
 ``lanes`` samples per mesh row); ``sram_words`` is the smallest power of two that holds every
 phase's working set.
 """
 
+from compiler.wafer import WaferCompileError, compile_backward_data, compile_backward_weight, compile_forward
 from hdl.config import preset
-from sim.wafer_compiler import WaferCompileError, compile_backward_data, compile_backward_weight, compile_forward
 
 __all__ = ["rtl_config", "phase_plan", "harness_depths"]
 

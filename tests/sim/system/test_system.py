@@ -3,8 +3,8 @@ bit-exact against the golden pipeline model after every step, cycles against the
 
 import pytest
 
-from sim.system import run_system
-from sim.system_config import SystemRunConfig
+from sim.system.config import SystemRunConfig
+from sim.system.run import run_system
 
 
 @pytest.mark.parametrize("systems,stall,optimizer", [(2, 0, "adamw"), (3, 96, "momentum")])
@@ -47,7 +47,7 @@ def test_system_training_rtl_wafers(tmp_path, stall):
 
 
 def test_rtl_wafer_refuses_batch():
-    from sim.system_rtl import rtl_config
+    from sim.system.rtl import rtl_config
     with pytest.raises(ValueError, match="batch per system must be 8"):
         rtl_config(SystemRunConfig(batch=16, wafer="rtl"))
 

@@ -1,4 +1,4 @@
-"""Plain-Verilog traffic harness for the router and mesh tops (run with ``sim.runner.run_vvp``),
+"""Plain-Verilog traffic harness for the router and mesh tops (run with ``sim.kit.runner.run_vvp``),
 and the checks that compare its log with the golden model (models/fabric.py).
 
 Python is off the per-cycle path: it writes the stimulus as hex files (per-input wavelet lists
@@ -141,15 +141,16 @@ def fabric_verilog(name, cfg):
 
     from hdl.mesh import Mesh
     from hdl.tops import build_top
-    from sim.runner import BUILD, _locked, write_verilog
-    hdl_dir = Path(__file__).resolve().parents[1] / "hdl"
+    from hdl.verilog import write_verilog
+    from sim.kit.runner import BUILD, locked
+    hdl_dir = Path(__file__).resolve().parents[2] / "hdl"
     key = hashlib.sha1("\n".join(
         [name, repr(cfg), amaranth.__version__] +
         [(hdl_dir / f).read_text() for f in ("router.py", "mesh.py", "wavelet.py", "config_bus.py")]
     ).encode()).hexdigest()[:12]
     out = BUILD / f"fabric-{name}-{key}"
     path = out / f"{name}.v"
-    with _locked(out):
+    with locked(out):
         if not path.exists():
             component = Mesh(cfg) if name == "mesh" else build_top(name, cfg)
             write_verilog(component, name, out)
@@ -284,7 +285,7 @@ def _write_hex(path, values, width):
 def run_harness(top_verilog, top, ports, program, traffic, data_dir, *, timeout=600):
     """Write the stimulus into ``data_dir``, run the harness on ``top_verilog`` (module ``top``)
     and return the parsed log (:func:`parse_log`)."""
-    from sim.runner import run_vvp
+    from sim.kit.runner import run_vvp
     data_dir = Path(data_dir).resolve()     # vvp runs in the Verilog's folder
     data_dir.mkdir(parents=True, exist_ok=True)
     P = ports.ports

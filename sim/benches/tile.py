@@ -1,7 +1,7 @@
 """cocotb bench for PE tiles on the fabric: a ``tile`` top (router + core) or a ``Mesh`` of routers
 with a :class:`~hdl.pe_core.PeCore` on every RAMP port, running the forward micro-kernel.
 
-Parameters (``sim.params()``), built by ``tests/hdl/test_tile.py``: ``writes`` ``[[addr, word]]``
+Parameters (``sim.kit.params()``), built by ``tests/hdl/test_tile.py``: ``writes`` ``[[addr, word]]``
 (configuration, one per cycle, before traffic), ``inputs`` ``{port prefix: [wavelet words]}``
 (driven with random gaps ``gap_prob``), ``outputs`` ``{port prefix: expected word count}``
 (drained with random back-pressure ``stall_prob``), ``accept`` (top-level ``*_accept`` masks,
@@ -21,10 +21,10 @@ import cocotb
 from cocotb.triggers import ClockCycles, RisingEdge
 from cocotb.utils import get_sim_time
 
-from sim import params
-from sim.bench_pe import cfg_read_all, cfg_write
-from sim.clocking import PERIOD_NS, reset
-from sim.stream import StreamDriver, StreamMonitor, bernoulli
+from sim.benches.pe import cfg_read_all, cfg_write
+from sim.kit import params
+from sim.kit.clocking import PERIOD_NS, reset
+from sim.kit.stream import StreamDriver, StreamMonitor, bernoulli
 
 
 @cocotb.test()

@@ -1,6 +1,6 @@
 """Amaranth component -> Verilog -> Icarus Verilog -> cocotb, from pytest or a script.
 
-Works around the toolchain traps of DESIGN.md section 9:
+Works around the toolchain traps of docs/verification.md#toolchain:
 
 * Amaranth's Verilog has no ``timescale``: we build with ``timescale=("1ns", "1ps")``.
 * Icarus compiles with ``-g2005`` (under ``-g2012`` the ``always @*`` blocks do not run at time 0).
@@ -10,7 +10,7 @@ Works around the toolchain traps of DESIGN.md section 9:
   its own run folder, so pytest-xdist workers never collide.
 
 Bench parameters travel to the cocotb module as JSON in ``WS_PARAMS``; read them with
-:func:`sim.params`.
+:func:`sim.kit.params`.
 """
 
 import contextlib
@@ -23,12 +23,14 @@ import shutil
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from hdl.verilog import verilog_text
+
+ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build" / "sim"
 TIMESCALE = ("1ns", "1ps")
 
-__all__ = ["ROOT", "BUILD", "verilog_text", "write_verilog", "build_dir_for", "run_bench",
-           "run_vvp", "waves_requested", "require_iverilog"]
+__all__ = ["ROOT", "BUILD", "build_dir_for", "run_bench",
+           "run_vvp", "waves_requested", "require_iverilog", "locked"]
 
 
 def waves_requested():
@@ -41,30 +43,13 @@ def require_iverilog():
                            "'iverilog' package (apt-get install iverilog), or run through make")
 
 
-def verilog_text(component, name):
-    """Verilog for ``component`` as module ``name`` (no source locations, stable across runs)."""
-    from amaranth.back import verilog
-    return verilog.convert(component, name=name, emit_src=False)
-
-
-def write_verilog(component, name, out_dir):
-    """Write ``out_dir/<name>.v`` and return its path."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{name}.v"
-    tmp = path.with_suffix(".v.tmp")
-    tmp.write_text(verilog_text(component, name))
-    os.replace(tmp, path)
-    return path
-
-
 def build_dir_for(name, sources_text):
     digest = hashlib.sha1("\n".join(sources_text).encode()).hexdigest()[:12]
     return BUILD / f"{name}-{digest}"
 
 
 @contextlib.contextmanager
-def _locked(directory):
+def locked(directory):
     directory.mkdir(parents=True, exist_ok=True)
     with open(directory / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -128,7 +113,7 @@ def run_bench(component, name, test_module, *, params=None, testcase=None, extra
         build_args += ["-s", "ws_waves"]
 
     runner = get_runner("icarus")
-    with _locked(build_dir), _without_env("WAVES"):
+    with locked(build_dir), _without_env("WAVES"):
         if not (build_dir / f"{name}.v").exists() or (build_dir / f"{name}.v").read_text() != text:
             (build_dir / f"{name}.v").write_text(text)
         if waves:
@@ -182,7 +167,7 @@ def run_vvp(verilog_sources, toplevel, work_dir, *, plusargs=(), defines=None, t
     cmd += [str(s) for s in verilog_sources]
     stamp = work_dir / f"{toplevel}.cmd"
     key = " ".join(cmd) + "\n" + "".join(Path(s).read_text() for s in verilog_sources)
-    with _locked(work_dir):
+    with locked(work_dir):
         if not vvp_file.exists() or not stamp.exists() or stamp.read_text() != key:
             subprocess.run(cmd, check=True, capture_output=True, text=True)
             stamp.write_text(key)

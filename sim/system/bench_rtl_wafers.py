@@ -1,7 +1,7 @@
 """System co-simulation with RTL wafers (cocotb): MemoryX -> SwarmX RTL -> N RTL wafers of P x Q
-PE tiles -> SwarmX RTL -> MemoryX. Top: :class:`sim.system_rtl_harness.RtlSystemHarness`.
+PE tiles -> SwarmX RTL -> MemoryX. Top: :class:`sim.harness.rtl_system.RtlSystemHarness`.
 
-Each training step, for every phase (compiled by :mod:`sim.wafer_compiler`):
+Each training step, for every phase (compiled by :mod:`compiler.wafer`):
 
 1. **Configure.** The host (Python, between phases) compiles the phase for every wafer: routes,
    descriptors, adapter registers and the SRAM inputs (the wafer's activations ``X`` of the layer,
@@ -22,7 +22,7 @@ Each training step, for every phase (compiled by :mod:`sim.wafer_compiler`):
    stalls. Each weight stream takes at least ``M*K`` cycles. The pipelined architecture model
    (``models.pipeline.timing``) is kept in ``results.json`` for reference.
 
-Parameters: :class:`sim.system_config.SystemRunConfig` (``wafer = "rtl"``). Writes
+Parameters: :class:`sim.system.config.SystemRunConfig` (``wafer = "rtl"``). Writes
 ``results.json`` and ``weights.safetensors`` into ``out_dir``.
 """
 
@@ -34,6 +34,7 @@ import cocotb
 import numpy as np
 from cocotb.triggers import RisingEdge, with_timeout
 
+from compiler.wafer import compile_backward_data, compile_backward_weight, compile_forward, split_dx
 from hdl.fp32_add import Fp32Add
 from models.memoryx import export_safetensors
 from models.numerics import f32
@@ -41,16 +42,13 @@ from models.pipeline import kernels
 from models.pipeline.rtl_schedule import RtlHardware, step_schedule
 from models.pipeline.timing import TimingParams, step_timing
 from models.pipeline.training import WaferTrainer, build_memoryx, layer_names
-from sim import params
-from sim.bench_system import _load, _read, _tagged
-from sim.clocking import reset
-from sim.system import DATA_FILE
-from sim.system_config import SystemRunConfig
-from sim.system_rtl import rtl_config
-from sim.system_rtl_harness import cfg_word
-from sim.wafer_compiler import compile_backward_data, compile_backward_weight, compile_forward, split_dx
-
-LAST = 1 << 32
+from sim.harness.rtl_system import cfg_word
+from sim.kit import params
+from sim.kit.clocking import reset
+from sim.kit.player_memory import load_words, read_words, tagged_words
+from sim.system.config import SystemRunConfig
+from sim.system.rtl import rtl_config
+from sim.system.run import DATA_FILE
 
 
 async def _pulse(dut, name):
@@ -93,9 +91,9 @@ async def _phase(dut, phases, stream, *, root=0, west=0, east=0, what):
     counts = {len(ph.writes) for ph in phases}
     assert len(counts) == 1, f"{what}: wafers got different write counts {counts}"
     for i, ph in enumerate(phases):
-        _load(getattr(dut, f"cfg_player{i}").mem, [cfg_word(a, v) for a, v in ph.writes])
+        load_words(getattr(dut, f"cfg_player{i}").mem, [cfg_word(a, v) for a, v in ph.writes])
     if len(stream):
-        _load(dut.bcast_player.mem, stream)
+        load_words(dut.bcast_player.mem, stream)
     dut.cfg_count.value = counts.pop()
     dut.bcast_count.value = len(stream)
     dut.root_count.value = root
@@ -150,7 +148,7 @@ async def train(dut):
     history, wall, sim_cycles = [], time.perf_counter(), 0
 
     def edge_words(recs, count):
-        return [_read(r.mem, count) for r in recs]
+        return [read_words(r.mem, count) for r in recs]
 
     for step in range(run.steps):
         idx = order[step * golden.global_batch:(step + 1) * golden.global_batch]
@@ -165,7 +163,7 @@ async def train(dut):
             progs = [compile_forward(cfg, m=m, k=k, batch=B, x16=acts[i][l], last=last)
                      for i in range(n)]
             counts = {"east" if last else "west": m * L}
-            c, r, st = await _phase(dut, progs, _tagged([w16[l]]), what=f"forward layer {l}",
+            c, r, st = await _phase(dut, progs, tagged_words([w16[l]]), what=f"forward layer {l}",
                                     **counts)
             phases.append(("forward", l, c, r, st, (len(progs[0].writes), progs[0].plan)))
             for i in range(n):
@@ -193,7 +191,7 @@ async def train(dut):
             if l > 0:
                 progs = [compile_backward_data(cfg, m=m, k=k, batch=B, x16=acts[i][l],
                                                dz16=dz[i]) for i in range(n)]
-                c, r, st = await _phase(dut, progs, _tagged([np.ascontiguousarray(w16[l].T)]),
+                c, r, st = await _phase(dut, progs, tagged_words([np.ascontiguousarray(w16[l].T)]),
                                         west=k * L, what=f"backward-data layer {l}")
                 phases.append(("backward-data", l, c, r, st, (len(progs[0].writes),
                                                               progs[0].plan)))
@@ -205,7 +203,7 @@ async def train(dut):
                                     what=f"backward-weight layer {l}")
             phases.append(("backward-weight", l, c, r, st, (len(progs[0].writes),
                                                             progs[0].plan)))
-            got = _read(dut.root_rec.mem, m * k)
+            got = read_words(dut.root_rec.mem, m * k)
             lasts = (got >> 32) & 1
             assert lasts[-1] == 1 and not lasts[:-1].any(), \
                 f"step {step}: layer {l}: reduced gradient 'last' flags wrong"
@@ -225,7 +223,7 @@ async def train(dut):
         loss = float(np.mean(losses))
         assert loss == ref.loss, (loss, ref.loss)
         # A weight stream can never beat one SwarmX word per cycle (the timing model's stream
-        # term M * K); how far each one stays above it is recorded (README explains why).
+        # term M * K); how far each one stays above it is recorded (docs/system_simulation.md explains why).
         for ph, l, _, _, st, _ in phases:
             if ph != "backward-weight":
                 mk = dims[l + 1] * dims[l]

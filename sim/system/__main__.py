@@ -1,10 +1,11 @@
-"""``python -m sim`` (``make sim``): the system simulation.
+"""``python -m sim.system`` (``make sim``): the system simulation.
 
 MemoryX (model) streams bf16 weights into the SwarmX tree RTL, which broadcasts them to N
-systems; each system trains on its share of scikit-learn's digits; the SwarmX RTL sums the
-weight gradients in tree order; MemoryX applies the optimizer. After every step every weight is
-compared with the golden pipeline model bit for bit and the SwarmX cycles with its timing model.
-See ``sim/bench_system.py`` for the exact flow and the README for the output.
+wafers (RTL PE tiles by default, ``--wafer model`` for the golden kernels); each trains on its
+share of scikit-learn's digits; the SwarmX RTL sums the weight gradients in tree order; MemoryX
+applies the optimizer. After every step every weight is compared with the golden pipeline model
+bit for bit and every phase's cycles with its timing model. The flow: ``sim/system/bench_rtl_wafers.py``;
+the output: docs/system_simulation.md.
 """
 
 import argparse
@@ -12,9 +13,9 @@ import sys
 import time
 from pathlib import Path
 
-from sim.runner import ROOT
-from sim.system import run_system
-from sim.system_config import OPTIMIZERS, SystemRunConfig
+from sim.kit.runner import ROOT
+from sim.system.config import OPTIMIZERS, SystemRunConfig
+from sim.system.run import run_system
 
 
 def _ints(text, sep, what):
@@ -51,7 +52,7 @@ def parse_args(argv):
                                eval_every=args.eval_every, seed=args.seed, wafer=args.wafer,
                                out_dir=str(Path(args.out).resolve()))
         if run.wafer == "rtl":
-            from sim.system_rtl import rtl_config
+            from sim.system.rtl import rtl_config
             rtl_config(run)             # the wafer hardware must be able to run it
         return run
     except ValueError as e:

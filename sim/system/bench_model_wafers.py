@@ -7,8 +7,8 @@ Each training step:
    player; the SwarmX tree RTL delivers them to N leaf recorders. Every leaf must receive exactly
    the stream, and each system computes with the weights *its leaf received*.
 2. **Systems.** Each system runs the exact wafer kernels (``models.pipeline``) on its batch:
-   forward, host softmax cross-entropy, backward. (The wafer is the golden model until the RTL
-   wafer lands; see README.)
+   forward, host softmax cross-entropy, backward (``--wafer model``: golden wafer kernels, only
+   SwarmX in RTL; the RTL wafers run in ``sim/system/bench_rtl_wafers.py``).
 3. **Reduce.** The N fp32 weight gradients (last layer first, row order) are loaded into the
    leaf players; the tree RTL sums them; the root recorder must hold ``tree_sum`` bit for bit,
    and MemoryX applies the optimizer to what the RTL produced.
@@ -16,7 +16,7 @@ Each training step:
    master weight must be equal bit for bit, and the cycles of both SwarmX phases must equal
    ``models.swarmx.SwarmxTiming`` when nothing stalls (with stalls: at least the model's).
 
-Parameters (``sim.params()``): see :class:`sim.system_config.SystemRunConfig`.
+Parameters (``sim.kit.params()``): see :class:`sim.system.config.SystemRunConfig`.
 Writes ``results.json`` (and ``weights.safetensors``) into ``params["out_dir"]``.
 """
 
@@ -35,31 +35,11 @@ from models.pipeline import kernels
 from models.pipeline.timing import TimingParams, step_timing
 from models.pipeline.training import WaferTrainer, build_memoryx, layer_names, system_gradients
 from models.swarmx import SwarmxTiming
-from sim import params
-from sim.clocking import reset
-from sim.system import DATA_FILE
-from sim.system_config import SystemRunConfig
-
-LAST = 1 << 32
-
-
-def _load(mem, words):
-    for i, w in enumerate(words):
-        mem[i].value = int(w)
-
-
-def _read(mem, count):
-    return np.array([int(mem[i].value) for i in range(count)], dtype=np.uint64)
-
-
-def _tagged(arrays):
-    """Concatenate per-layer word arrays into tagged words, ``last`` on each array's final word."""
-    out = []
-    for a in arrays:
-        w = np.asarray(a, dtype=np.uint64).ravel().copy()
-        w[-1] |= LAST
-        out.append(w)
-    return np.concatenate(out)
+from sim.kit import params
+from sim.kit.clocking import reset
+from sim.kit.player_memory import load_words, read_words, tagged_words
+from sim.system.config import SystemRunConfig
+from sim.system.run import DATA_FILE
 
 
 async def _run_phase(dut, bcast_count, reduce_count, timeout_cycles):
@@ -120,12 +100,12 @@ async def train(dut):
 
         # 1. broadcast through the SwarmX RTL
         w16s = [np.concatenate(list(mx.stream(name, rows_per_chunk=64)), axis=0) for name in names]
-        stream = _tagged(w16s)
-        _load(bcast_player, stream)
+        stream = tagged_words(w16s)
+        load_words(bcast_player, stream)
         await _run_phase(dut, words, 0, timeout)
         received = []
         for i, rec in enumerate(leaf_recs):
-            got = _read(rec.mem, words)
+            got = read_words(rec.mem, words)
             if not np.array_equal(got, stream):
                 bad = int(np.flatnonzero(got != stream)[0])
                 raise AssertionError(f"step {step}: leaf {i} word {bad}: got {int(got[bad]):#x}, "
@@ -134,7 +114,7 @@ async def train(dut):
             received.append([a.reshape(run.dims[l + 1], run.dims[l]) for l, a in
                              enumerate(np.split(flat, np.cumsum(sizes)[:-1]))])
         first_in = int(dut.bcast_player.first_stamp.value)
-        stamps = [_read(rec.stamps, words) for rec in leaf_recs]
+        stamps = [read_words(rec.stamps, words) for rec in leaf_recs]
         bcast_latency = min(int(s[0]) for s in stamps) - first_in
         bcast_cycles = max(int(s[-1]) for s in stamps) - first_in + 1
 
@@ -150,16 +130,16 @@ async def train(dut):
         # 3. reduce through the SwarmX RTL, last layer first, into MemoryX
         back = list(range(len(names) - 1, -1, -1))
         for i in range(n):
-            _load(leaf_players[i], _tagged([bits(grads[i][l]) for l in back]))
+            load_words(leaf_players[i], tagged_words([bits(grads[i][l]) for l in back]))
         await _run_phase(dut, 0, words, timeout)
-        got = _read(root.mem, words)
-        expected = _tagged([bits(tree_sum(np.stack([g[l] for g in grads]))) for l in back])
+        got = read_words(root.mem, words)
+        expected = tagged_words([bits(tree_sum(np.stack([g[l] for g in grads]))) for l in back])
         if not np.array_equal(got, expected):
             bad = int(np.flatnonzero(got != expected)[0])
             raise AssertionError(f"step {step}: reduced word {bad}: RTL {int(got[bad]):#x}, "
                                  f"tree_sum {int(expected[bad]):#x}")
         first_in = min(int(getattr(dut, f"reduce_player{i}").first_stamp.value) for i in range(n))
-        root_stamps = _read(root.stamps, words)
+        root_stamps = read_words(root.stamps, words)
         reduce_latency = int(root_stamps[0]) - first_in
         reduce_cycles = int(root_stamps[-1]) - first_in + 1
         sums = np.split((got & 0xFFFFFFFF).astype(np.uint32), np.cumsum([sizes[l] for l in back])[:-1])

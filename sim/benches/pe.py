@@ -1,6 +1,6 @@
 """cocotb bench for ``PeCore`` (top ``pe_core``): runs one *program* and records what happened.
 
-Parameters (``sim.params()``), built by ``tests/hdl/test_pe_core.py`` from the golden model:
+Parameters (``sim.kit.params()``), built by ``tests/hdl/test_pe_core.py`` from the golden model:
 ``cfg_writes`` ``[[addr, word], ...]`` (written one per cycle before traffic), ``wavelets``
 ``[[color, data], ...]`` (driven on ``rx`` with random gaps ``gap_prob``), ``expect_tx`` (words
 the model sends; ``tx`` is drained with random back-pressure ``stall_prob``), ``reads`` (config
@@ -20,9 +20,9 @@ import cocotb
 from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
 from cocotb.utils import get_sim_time
 
-from sim import params
-from sim.clocking import PERIOD_NS, reset
-from sim.stream import StreamDriver, StreamMonitor, bernoulli
+from sim.kit import params
+from sim.kit.clocking import PERIOD_NS, reset
+from sim.kit.stream import StreamDriver, StreamMonitor, bernoulli
 
 WAVELET_DATA_BITS = 32
 COLOR_SHIFT = 32

@@ -3,9 +3,9 @@ discarded wavelets, per-color isolation at a boundary output, zero-load timing. 
 cycle behaviour compares with the golden model (models/fabric.py, a 1 x 1 mesh).
 
 Bulk random traffic through the router runs in the plain-Verilog harness instead
-(sim/bench_mesh.py, tests/hdl/test_router.py).
+(sim/benches/mesh.py, tests/hdl/test_router.py).
 
-Parameters (``sim.params()``): ``num_colors``, ``vc_depth``.
+Parameters (``sim.kit.params()``): ``num_colors``, ``vc_depth``.
 """
 
 import random
@@ -16,9 +16,9 @@ from cocotb.triggers import FallingEdge, Timer
 from hdl.router import ADDR_ERROR, ADDR_OUT_BLOCKED, ADDR_PARAMS, ADDR_VC_BUSY, PORT_NAMES, route_addr
 from hdl.wavelet import Port
 from models.fabric import BAD_ADDR, BAD_COLOR, BAD_ROUTE, BUSY_REWRITE, NO_ROUTE, FabricModel, zero_load_latency
-from sim import params
-from sim.bench_mesh import pack, unpack
-from sim.clocking import reset
+from sim.benches.mesh import pack, unpack
+from sim.kit import params
+from sim.kit.clocking import reset
 
 
 class Bench:
