@@ -1,0 +1,132 @@
+"""The PE core's task descriptor format and configuration address map (docs/pe.md).
+
+A descriptor is ``DESC_WORDS`` configuration words (word ``w`` holds bits ``32*w .. 32*w+31`` of
+:data:`DESCRIPTOR`, fields LSB first):
+
+====  =====================================================================================
+word  fields (LSB first)
+====  =====================================================================================
+0     ``op:2 vmode:2 enable:1 chain:1 relu:1 round:1 send:1 store:1 dep_a_en:1 dep_b_en:1
+      color:5 next:5 dep_a:5 dep_b:5``
+1     ``a_base:16 a_stride:16``
+2     ``b_base:16 b_stride:16``
+3     ``dst_base:16 count:16``
+4     ``reps:16 lo:16``
+5     ``hi:16 reserved:16``
+====  =====================================================================================
+
+Writing word 0 *commits* a descriptor (checked, and started when ``enable`` is set), so a
+descriptor is written in :data:`COMMIT_ORDER` (:func:`descriptor_writes`).
+
+Address map (``S = sram_words``, ``T = num_tasks``): ``[0, S)`` SRAM words (R/W);
+``desc_addr(S, t, w) = S + DESC_STRIDE * t + w`` word ``w`` of descriptor ``t`` (R/W);
+``status_base(S, T) + STATUS[name]`` the status registers (``FAULT`` holds :data:`FAULT_STATUS`,
+any write clears it; ``PARAMS`` holds :data:`PE_PARAMS`); ``done_addr(S, T, t)`` the done counter
+of descriptor ``t`` (R). The map spans ``core_span(S, T)`` addresses.
+"""
+
+import enum
+from types import MappingProxyType
+
+from .config_bus import WORD_BITS, WORD_MASK
+from .layout import BitLayout
+from .wavelet import COLOR_BITS
+
+__all__ = ["TASK_BITS", "MAX_TASKS", "DESCRIPTOR", "DESC_WORDS", "DESC_STRIDE", "COMMIT_ORDER",
+           "Op", "VecMode", "Fault", "STATUS", "DONE_OFFSET", "FAULT_STATUS", "PE_PARAMS",
+           "encode", "decode", "desc_addr", "status_base", "done_addr", "core_span",
+           "descriptor_writes"]
+
+TASK_BITS = 5                  # a descriptor index (next, dep_a, dep_b, fault index)
+MAX_TASKS = 1 << TASK_BITS
+
+DESCRIPTOR = BitLayout(
+    "descriptor",
+    ("op", 2), ("vmode", 2), ("enable", 1), ("chain", 1), ("relu", 1), ("round", 1),
+    ("send", 1), ("store", 1), ("dep_a_en", 1), ("dep_b_en", 1), ("color", COLOR_BITS),
+    ("next", TASK_BITS), ("dep_a", TASK_BITS), ("dep_b", TASK_BITS),
+    ("a_base", 16), ("a_stride", 16), ("b_base", 16), ("b_stride", 16), ("dst_base", 16),
+    ("count", 16), ("reps", 16), ("lo", 16), ("hi", 16), ("reserved", 16),
+)
+DESC_WORDS = DESCRIPTOR.width // WORD_BITS
+assert DESC_WORDS * WORD_BITS == DESCRIPTOR.width
+DESC_STRIDE = 8                # addresses per descriptor (words DESC_WORDS.. read 0)
+COMMIT_ORDER = tuple(range(1, DESC_WORDS)) + (0,)      # word 0 last: writing it commits
+
+
+class Op(enum.IntEnum):
+    """What a descriptor does (``op`` field)."""
+    NOP = 0      # disabled; committing it stops the descriptor
+    FMAC = 1     # wavelet-triggered: acc[0:L] += w * mem[a_base + i*a_stride + 0:L]
+    STORE = 2    # wavelet-triggered: filtered store of incoming words, L per vector
+    VEC = 3      # counter-triggered vector unit: PASS / ADD / MASK / DOT, then send and/or store
+
+
+class VecMode(enum.IntEnum):
+    """Element operation of a ``VEC`` descriptor (``vmode`` field); A, B are SRAM vectors."""
+    PASS = 0     # e = A[j]
+    ADD = 1      # e = A[j] + B[j] (fp32)
+    MASK = 2     # e = B[j] where bf16(A[j]) > +0 (sign 0, not zero), else +0.0
+    DOT = 3      # e = sum_j bf16(A_k[j]) * bf16(B[j]), from +0.0, j ascending; one word per k
+
+
+class Fault(enum.IntEnum):
+    """Sticky fault codes; the status register names the descriptor (or the color)."""
+    NONE = 0
+    COUNT = 1         # count/reps zero, lo > hi, or a non-DOT VEC with count != 1
+    COLOR = 2         # trigger / send color >= num_colors
+    INDEX = 3         # next or dep index >= num_tasks, or a descriptor chaining to itself
+    NO_ACTION = 4     # VEC with neither send nor store
+    RANGE = 5         # an SRAM range of the descriptor runs past the end of SRAM
+    UNBOUND = 6       # a wavelet arrived on a color no active descriptor listens on (index = color)
+    DUP_COLOR = 7     # two active wavelet descriptors listen on the color (index = lower one)
+    ACC_CONFLICT = 8  # FMAC wavelet of t while another descriptor's row is half accumulated
+
+
+# Status registers at status_base + offset (R; a write to FAULT clears it).
+STATUS = MappingProxyType({"FAULT": 0, "ACTIVE": 1, "FMAC_CYCLES": 2, "VEC_CYCLES": 3,
+                           "RX_COUNT": 4, "TX_COUNT": 5, "PARAMS": 6})
+DONE_OFFSET = 8                # done counter of descriptor t at status_base + DONE_OFFSET + t
+# The FAULT register: all fields 0 while no fault is held.
+FAULT_STATUS = BitLayout("PE fault status", ("flag", 1), ("code", 4), ("index", TASK_BITS))
+# The PARAMS register.
+PE_PARAMS = BitLayout("PE parameters", ("lanes", 8), ("num_tasks", 8), ("num_colors", 8))
+
+
+def encode(**fields):
+    """The ``DESC_WORDS`` configuration words of a descriptor with ``fields`` (missing fields are
+    0; enums and bools accepted). A value that does not fit, or an unknown field, raises
+    ``ValueError`` naming it."""
+    value = DESCRIPTOR.pack(**fields)
+    return [(value >> (WORD_BITS * w)) & WORD_MASK for w in range(DESC_WORDS)]
+
+
+def decode(words):
+    """``{field: value}`` of a descriptor from its ``DESC_WORDS`` configuration words."""
+    return DESCRIPTOR.unpack(sum((int(w) & WORD_MASK) << (WORD_BITS * i) for i, w in enumerate(words)))
+
+
+def desc_addr(sram_words, t, word=0):
+    """Address of word ``word`` of descriptor ``t``."""
+    return sram_words + DESC_STRIDE * t + word
+
+
+def status_base(sram_words, num_tasks):
+    """Address of the first status register."""
+    return sram_words + DESC_STRIDE * num_tasks
+
+
+def done_addr(sram_words, num_tasks, t):
+    """Address of the done counter of descriptor ``t``."""
+    return status_base(sram_words, num_tasks) + DONE_OFFSET + t
+
+
+def core_span(sram_words, num_tasks):
+    """Addresses the core's map uses (``[0, core_span)``)."""
+    return done_addr(sram_words, num_tasks, num_tasks)
+
+
+def descriptor_writes(base, words):
+    """``[(address, word)]`` writing descriptor ``words`` at ``base`` (the address of word 0) in
+    :data:`COMMIT_ORDER`."""
+    return [(base + w, words[w]) for w in COMMIT_ORDER]
