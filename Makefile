@@ -1,8 +1,15 @@
-# weightstream: every target bootstraps what it needs (.venv from pyproject.toml, Icarus Verilog).
+# weightstream: every target bootstraps what it needs (.venv from pyproject.toml, Icarus Verilog,
+# Verilator and ruff for lint).
 #   make sim       the main job: the richest system simulation (ARGS="..." passes options)
 #   make test      the whole regression, in parallel (pytest-xdist)
-#   make verilog   Verilog for every top into build/verilog/ (SWARMX_LEAVES=16, PRESET=..., SET="k=v ...")
-#   make lint      verilator --lint-only over build/verilog/*.v
+#   make verilog   Verilog of the tops into build/verilog/<top>.v, incrementally: a top is rebuilt only
+#                  when its inputs changed (hdl/ and arch/ sources, resolved configuration, Amaranth
+#                  version: build/verilog/<top>.stamp), one progress line per top. Nothing is written
+#                  unless every top to rebuild elaborates; a bad configuration is one "error:" line.
+#                  TOPS="router swarmx" picks tops (default all); configuration: PRESET=..., SET="k=v ...",
+#                  SWARMX_LEAVES, NUM_COLORS, MESH_ROWS, MESH_COLS, LANES; JOBS=N tops at a time (default 2).
+#   make lint      make verilog (same knobs), then verilator --lint-only -Wall (waivers hdl/lint.vlt) on
+#                  build/verilog/*.v (or the TOPS), clean results cached by hash in build/lint/; then ruff.
 #   make bench     benchmarks: tables printed, JSON in build/bench/
 #   make clean     remove build outputs (keeps .venv)
 
@@ -10,6 +17,7 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+LINT_STAMP := $(VENV)/.installed-lint
 
 PRESET ?= default
 SET ?=
@@ -19,15 +27,22 @@ CONFIG_SETS := $(foreach kv,$(SET),--set $(kv)) \
 	$(if $(MESH_ROWS),--set mesh_rows=$(MESH_ROWS)) \
 	$(if $(MESH_COLS),--set mesh_cols=$(MESH_COLS)) \
 	$(if $(LANES),--set lanes=$(LANES))
+TOPS ?=
+JOBS ?= 2
 PYTEST_ARGS ?=
 ARGS ?=
 
-.PHONY: sim test verilog lint bench clean venv iverilog
+.PHONY: sim test verilog lint bench clean venv iverilog verilator
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { echo "error: '$(PYTHON) -m venv' failed: install Python 3.11+ with venv (Debian: python3-venv)"; exit 1; }
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e .
+	@touch $@
+
+# ruff: the `lint` extra of pyproject.toml.
+$(LINT_STAMP): $(STAMP)
+	$(PY) -m pip install -q -e '.[lint]'
 	@touch $@
 
 venv: $(STAMP)
@@ -41,6 +56,15 @@ iverilog:
 	    echo "error: Icarus Verilog not found: install it (Debian/Ubuntu: sudo apt-get install iverilog; version 11+)"; exit 1; \
 	  fi; }
 
+verilator:
+	@command -v verilator >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing Verilator (Debian package verilator)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq verilator >/dev/null; \
+	  else \
+	    echo "error: Verilator not found: install it (Debian/Ubuntu: sudo apt-get install verilator; version 5+)"; exit 1; \
+	  fi; }
+
 sim: $(STAMP) iverilog
 	$(PY) -m sim.system $(ARGS)
 
@@ -48,13 +72,12 @@ test: $(STAMP) iverilog
 	$(PY) -m pytest -n auto $(PYTEST_ARGS)
 
 verilog: $(STAMP)
-	$(PY) -m hdl.generate --preset $(PRESET) $(CONFIG_SETS)
+	@$(PY) -m hdl.generate --preset $(PRESET) $(CONFIG_SETS) --jobs $(JOBS) $(TOPS)
 
-lint: verilog
-	@command -v verilator >/dev/null || { echo "error: verilator not found (Debian: apt-get install verilator)"; exit 1; }
-	@for f in build/verilog/*.v; do \
-	  verilator --lint-only -Wall hdl/lint.vlt $$f --top-module $$(basename $$f .v) || exit 1; \
-	done; echo "lint clean: $$(ls build/verilog/*.v | wc -l) file(s)"
+lint: verilog verilator $(LINT_STAMP)
+	@$(PY) -m hdl.verilog --jobs $(JOBS) --waivers hdl/lint.vlt --cache build/lint \
+	  --lint $(if $(strip $(TOPS)),$(patsubst %,build/verilog/%.v,$(TOPS)),build/verilog/*.v)
+	@$(VENV)/bin/ruff check .
 
 bench: $(STAMP) iverilog
 	$(PY) -m bench $(ARGS)
