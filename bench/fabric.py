@@ -18,8 +18,8 @@ import random
 import time
 from pathlib import Path
 
+from arch.ports import Port
 from hdl.config import Config
-from hdl.wavelet import Port
 from models.fabric import FabricModel, xy_routes
 from sim.benches.mesh import Scenario
 

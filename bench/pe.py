@@ -6,11 +6,11 @@ import time
 
 import numpy as np
 
+from arch.pe_map import STATUS, Op, status_base
+from arch.tile_map import CORE_BASE, mesh_tile_addr_bits
 from hdl.config import preset
 from hdl.mesh import Mesh
-from hdl.pe_core import STATUS, PeCore, core_map
-from hdl.pe_descriptor import Op
-from hdl.tile import CORE_BASE, mesh_tile_addr_bits
+from hdl.pe_core import PeCore
 from sim.benches.pe import Program, desc_writes, sram_writes
 from sim.benches.tile import forward_kernel_setup
 from sim.kit.runner import run_bench
@@ -23,7 +23,7 @@ def _kernel(rows, cols, m, k, stall, sram_words=256):
     cfg = CFG.replace(mesh_rows=rows, mesh_cols=cols, sram_words=sram_words)
     params, expect = forward_kernel_setup(cfg, rows=rows, cols=cols, m=m, k=k, seed=7)
     params.update(gap_prob=0.0, stall_prob=stall)
-    bits = mesh_tile_addr_bits(cfg)
+    bits = mesh_tile_addr_bits(cfg.sram_words, cfg.num_tasks)
     top = Mesh(cfg, core=lambda r, q: PeCore(cfg), tile_addr_bits=bits)
     test_dir = run_bench(top, f"pe_mesh_{rows}x{cols}", "sim.benches.tile", params=params,
                          run_name=f"bench-{rows}x{cols}-{stall}")
@@ -33,7 +33,8 @@ def _kernel(rows, cols, m, k, stall, sram_words=256):
     assert res["reads"] == expect["read_values"], "kept results or counters differ"
     L, pes = cfg.lanes, rows * cols
     fmac_addrs = [a for a, v in zip(params["reads"], expect["read_values"])
-                  if (a & ((1 << bits) - 1)) == CORE_BASE + core_map(cfg)[1] + STATUS["FMAC_CYCLES"]]
+                  if (a & ((1 << bits) - 1)) == CORE_BASE + status_base(cfg.sram_words, cfg.num_tasks)
+                  + STATUS["FMAC_CYCLES"]]
     fmac = sum(res["reads"][params["reads"].index(a)] for a in fmac_addrs)
     first_in = min(c[0] for c in res["in_cycles"].values())
     last_in = max(c[-1] for c in res["in_cycles"].values())
@@ -55,7 +56,7 @@ def _core_line_rate(K, R):
     prog.step(writes=sram_writes(0, x) + desc_writes(cfg, 0, op=Op.FMAC, enable=1, color=1,
                                                     a_base=0, a_stride=L, count=K, reps=R,
                                                     dst_base=1024))
-    stat = cfg.sram_words + 8 * cfg.num_tasks
+    stat = status_base(cfg.sram_words, cfg.num_tasks)
     w = rng.integers(0, 1 << 32, K * R, dtype=np.uint64).astype(np.uint32) & 0x3FFF0000
     prog.step(wavelets=[(1, v) for v in w], reads=[stat + STATUS["FMAC_CYCLES"]])
     test_dir = run_bench(PeCore(cfg), "pe_core", "sim.benches.pe", params=prog.params(),

@@ -3,9 +3,9 @@
 adapter registers) of a phase for every tile, following docs/architecture.md#layer-mapping and the orders of
 ``models/pipeline/kernels.py`` (the per-PE programs come from ``models.pe``).
 
-It lives in ``sim/`` because the addresses come from the RTL's maps (``hdl.mesh``,
-``hdl.router``, ``hdl.tile``, ``hdl.wafer``). Configurations the hardware cannot honour raise
-:class:`WaferCompileError` naming the limit.
+The addresses and word formats come from the architecture's maps (``arch.tile_map``,
+``arch.router_map``, ``arch.pe_map``, ``arch.wafer_map``, ``arch.wavelet``). Configurations the
+hardware cannot honour raise :class:`WaferCompileError` naming the limit.
 
 Phases compiled today: **forward** (``Z = W X``, ReLU + bf16 at the east PE of each row; the
 results leave row ``p`` at its west edge, or east for a one-column mesh, one vector of ``lanes``
@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hdl.mesh import tile_address
-from hdl.router import route_addr
-from hdl.tile import CORE_BASE, mesh_tile_addr_bits
-from hdl.wafer import ADAPTER, adapter_base
-from hdl.wavelet import Port
+from arch.pe_map import DESCRIPTOR, Op, VecMode, desc_addr, descriptor_writes, encode
+from arch.ports import Port
+from arch.router_map import route_addr, route_mask
+from arch.tile_map import CORE_BASE, mesh_tile_addr_bits, tile_address
+from arch.wafer_map import ADAPTER, ADAPTER_COUNT_BITS, WeightMode, adapter_base
+from arch.wavelet import pack_wavelet, unpack_wavelet
 from models import pe
 
 __all__ = ["WaferCompileError", "WaferPhase", "compile_forward", "compile_backward_weight",
@@ -32,7 +33,8 @@ FORWARD_COLORS = 4      # weights, psum chain, results (models.pe.COLOR_*), grad
 COLOR_GRAD = 3          # the backward-weight column chain (south to north)
 COLOR_DX0 = 4           # backward-data: column q sends dZ_prev west on COLOR_DX0 + q
 FORWARD_TASKS = 4       # descriptors 0..3 of models.pe.forward_kernel
-COUNT_LIMIT = 1 << 16   # descriptor count/reps/lo/hi fields and adapter counters are 16 bits
+# Descriptor count/reps/lo/hi fields and the adapter counters bound M and K.
+COUNT_LIMIT = 1 << min(ADAPTER_COUNT_BITS, *(DESCRIPTOR.field_width(f) for f in ("count", "reps", "lo", "hi")))
 
 
 class WaferCompileError(ValueError):
@@ -68,15 +70,15 @@ def _check_fit(cfg, *, m, k, batch):
                                 f"(every column needs at least one)")
     if m < 1 or m >= COUNT_LIMIT or k >= COUNT_LIMIT:
         raise WaferCompileError(f"layer {m}x{k}: M and K must be in 1..{COUNT_LIMIT - 1} "
-                                f"(16-bit descriptor and adapter counters)")
+                                f"({COUNT_LIMIT.bit_length() - 1}-bit descriptor and adapter counters)")
 
 
 def _route_writes(cfg, plan, bits):
     out = []
     for (p, q), routes in sorted(plan["routes"].items()):
         for color, inp, outs in routes:
-            mask = sum(1 << Port[o] for o in outs)
-            out.append((tile_address(cfg, p, q, route_addr(color, Port[inp]), bits), mask))
+            out.append((tile_address(cfg.mesh_cols, p, q, route_addr(color, Port[inp]), bits),
+                        route_mask(outs)))
     return out
 
 
@@ -86,7 +88,7 @@ def _commit_order(descs):
     counters), then VECs that wait on them, then VECs without dependencies (they start at once)."""
     def rank(t):
         d = descs[t]
-        if d.get("op") != pe.OP["VEC"]:
+        if d.get("op") != Op.VEC:
             return 0
         return 1 if (d.get("dep_a_en") or d.get("dep_b_en") or not d.get("enable")) else 2
     return sorted(descs, key=lambda t: (rank(t), t))
@@ -96,16 +98,13 @@ def _desc_writes(cfg, plan, bits):
     """First stop every descriptor slot of every PE (word 0 = NOP), then commit the phase's
     descriptors tile by tile (north-west first), each in :func:`_commit_order`."""
     out = []
-    S, T = cfg.sram_words, cfg.num_tasks
+    S, T, Q = cfg.sram_words, cfg.num_tasks, cfg.mesh_cols
     for (p, q) in sorted(plan["pes"]):
-        out += [(tile_address(cfg, p, q, CORE_BASE + pe.desc_addr(S, t, 0), bits), 0)
-                for t in range(T)]
+        out += [(tile_address(Q, p, q, CORE_BASE + desc_addr(S, t), bits), 0) for t in range(T)]
     for (p, q), info in sorted(plan["pes"].items()):
         for t in _commit_order(info["descs"]):
-            words = pe.encode(**info["descs"][t])
-            for w in (1, 2, 3, 4, 5, 0):                  # word 0 last: it commits
-                out.append((tile_address(cfg, p, q, CORE_BASE + pe.desc_addr(S, t, w), bits),
-                            words[w]))
+            out += descriptor_writes(tile_address(Q, p, q, CORE_BASE + desc_addr(S, t), bits),
+                                     encode(**info["descs"][t]))
     return out
 
 
@@ -115,7 +114,7 @@ def _sram_writes(cfg, loads, bits):
     for (p, q), items in sorted(loads.items()):
         for base, words in items:
             for i, word in enumerate(np.asarray(words, dtype=np.uint32).ravel()):
-                out.append((tile_address(cfg, p, q, CORE_BASE + base + i, bits), int(word)))
+                out.append((tile_address(cfg.mesh_cols, p, q, CORE_BASE + base + i, bits), int(word)))
     return out
 
 
@@ -154,10 +153,10 @@ def _assemble(cfg, name, plan, loads, adapters, out_edge, weight_words, sram_nee
     if sram_needed > cfg.sram_words:
         raise WaferCompileError(f"the {name} phase needs {sram_needed} SRAM words per PE, "
                                 f"the PE has sram_words={cfg.sram_words}")
-    bits = mesh_tile_addr_bits(cfg)
+    bits = mesh_tile_addr_bits(cfg.sram_words, cfg.num_tasks)
     writes = _route_writes(cfg, plan, bits) + _sram_writes(cfg, loads, bits)
     writes += _desc_writes(cfg, plan, bits)
-    base = adapter_base(cfg)
+    base = adapter_base()
     writes += [(base + ADAPTER[reg] + i, int(v)) for reg, vals in adapters
                for i, v in enumerate(vals)]
     return WaferPhase(name, writes, plan, out_edge, weight_words)
@@ -196,7 +195,7 @@ def compile_forward(cfg, *, m, k, batch, x16=None, last=False):
             plan["routes"][(p, q)] = routes
         plan["edge_out"] = "E"
     loads = _sram_loads(plan["pes"], L, m=m, k=k, batch=batch, x16=x16)
-    adapters = [("W_COLOR", [pe.COLOR_W]), ("W_MODE", [0]), ("W_ROW_LEN", [k]),
+    adapters = [("W_COLOR", [pe.COLOR_W]), ("W_MODE", [WeightMode.ROWS]), ("W_ROW_LEN", [k]),
                 ("W_BOUND", [sl.stop for sl in plan["k_slices"]])]
     return _assemble(cfg, "forward", plan, loads, adapters,
                      "west" if plan["edge_out"] == "W" else "east", m * k, 0)
@@ -232,7 +231,7 @@ def compile_backward_weight(cfg, *, m, k, batch, x16=None, dz16=None):
             part_base = dz_base + m * L
             in_base = part_base + words[q]
             south = p == P - 1
-            dot = dict(op=pe.OP["VEC"], vmode=pe.VMODE["DOT"], enable=1, a_base=x_base,
+            dot = dict(op=Op.VEC, vmode=VecMode.DOT, enable=1, a_base=x_base,
                        a_stride=L, count=len(kq), b_base=dz_base, b_stride=L, reps=m)
             if south:
                 descs = {0: dict(dot, send=1, color=COLOR_GRAD)}
@@ -240,9 +239,9 @@ def compile_backward_weight(cfg, *, m, k, batch, x16=None, dz16=None):
             else:
                 descs = {
                     0: dict(dot, store=1, dst_base=part_base, lo=0, hi=m, chain=1, next=2),
-                    1: dict(op=pe.OP["STORE"], enable=1, color=COLOR_GRAD, reps=words[q] // L,
+                    1: dict(op=Op.STORE, enable=1, color=COLOR_GRAD, reps=words[q] // L,
                             lo=0, hi=words[q] // L, dst_base=in_base),
-                    2: dict(op=pe.OP["VEC"], vmode=pe.VMODE["ADD"], enable=0, send=1,
+                    2: dict(op=Op.VEC, vmode=VecMode.ADD, enable=0, send=1,
                             color=COLOR_GRAD, dep_b_en=1, dep_b=1, a_base=in_base, a_stride=L,
                             b_base=part_base, b_stride=L, count=1, reps=words[q] // L),
                 }
@@ -288,11 +287,11 @@ def compile_backward_data(cfg, *, m, k, batch, x16=None, dz16=None):
             acc_base = dz_base + m * L
             dx_base = acc_base + len(kq) * L
             descs = {
-                1: dict(op=pe.OP["VEC"], vmode=pe.VMODE["MASK"], enable=1, round=1, store=1,
+                1: dict(op=Op.VEC, vmode=VecMode.MASK, enable=1, round=1, store=1,
                         send=1, color=COLOR_DX0 + q,
                         dep_b_en=1, dep_b=0, a_base=x_base, a_stride=L, b_base=acc_base,
                         b_stride=L, count=1, reps=len(kq), lo=0, hi=len(kq), dst_base=dx_base),
-                0: dict(op=pe.OP["FMAC"], enable=1, color=pe.COLOR_W, a_base=dz_base,
+                0: dict(op=Op.FMAC, enable=1, color=pe.COLOR_W, a_base=dz_base,
                         a_stride=L, count=m, reps=len(kq), dst_base=acc_base),
             }
             pes[(p, q)] = {"descs": descs, "x_base": x_base, "dz_base": dz_base,
@@ -302,7 +301,7 @@ def compile_backward_data(cfg, *, m, k, batch, x16=None, dz16=None):
             routes[(p, q)] += [(COLOR_DX0 + e, "E", ["W"]) for e in range(q + 1, Q)]
     plan = {"pes": pes, "routes": routes, "k_slices": k_slices, "edge_out": None}
     loads = _sram_loads(pes, L, m=m, k=k, batch=batch, x16=x16, dz16=dz16)
-    adapters = [("W_COLOR", [pe.COLOR_W]), ("W_MODE", [1]), ("W_ROW_LEN", [m]),
+    adapters = [("W_COLOR", [pe.COLOR_W]), ("W_MODE", [WeightMode.TRANSPOSED]), ("W_ROW_LEN", [m]),
                 ("W_BOUND", [sl.stop for sl in k_slices])]
     return _assemble(cfg, "backward-data", plan, loads, adapters, None, m * k,
                      max(i["sram"] for i in pes.values()))
@@ -313,7 +312,7 @@ def forward_expected_outputs(cfg, a16):
     ``{p: [wavelet payloads]}`` (color ``COLOR_RESULT``, bf16 in the upper half), output row m
     ascending, lanes ascending within it."""
     L = cfg.lanes
-    return {p: [(pe.COLOR_RESULT << 32) | (int(v) << 16)
+    return {p: [pack_wavelet(int(v) << 16, pe.COLOR_RESULT)
                 for v in np.asarray(a16)[:, p * L:(p + 1) * L].ravel()]
             for p in range(cfg.mesh_rows)}
 
@@ -323,7 +322,7 @@ def logits_expected_outputs(cfg, z):
     (M x batch): ``{p: [payloads]}`` (``COLOR_RESULT``, the fp32 bits), m ascending."""
     L = cfg.lanes
     zb = np.asarray(z, dtype=np.float32).view(np.uint32)
-    return {p: [(pe.COLOR_RESULT << 32) | int(v) for v in zb[:, p * L:(p + 1) * L].ravel()]
+    return {p: [pack_wavelet(int(v), pe.COLOR_RESULT) for v in zb[:, p * L:(p + 1) * L].ravel()]
             for p in range(cfg.mesh_rows)}
 
 
@@ -333,11 +332,10 @@ def split_dx(cfg, words, k):
     L, Q = cfg.lanes, cfg.mesh_cols
     k_slices = pe._split(k, Q)
     out = np.zeros((k, L), dtype=np.uint16)
-    words = np.asarray(words, dtype=np.uint64)
-    colors = (words >> 32) & 0x1F
+    data, colors, _ = unpack_wavelet(np.asarray(words, dtype=np.uint64))
     for q, sl in enumerate(k_slices):
-        mine = words[colors == COLOR_DX0 + q]
+        mine = data[colors == COLOR_DX0 + q]
         if len(mine) != len(sl) * L:
             raise ValueError(f"column {q}: {len(mine)} dZ_prev words, expected {len(sl) * L}")
-        out[sl.start:sl.stop] = ((mine >> 16) & 0xFFFF).astype(np.uint16).reshape(len(sl), L)
+        out[sl.start:sl.stop] = (mine >> 16).astype(np.uint16).reshape(len(sl), L)
     return out

@@ -8,6 +8,9 @@ before anything is elaborated.
 import dataclasses
 from dataclasses import dataclass
 
+from arch.pe_map import MAX_TASKS
+from arch.wavelet import COLOR_BITS, MAX_COLORS
+
 __all__ = ["Config", "ConfigError", "PRESETS", "preset", "refuse"]
 
 
@@ -74,7 +77,8 @@ class Config:
             if not ok:
                 raise ConfigError(f"{name} {rule}, got {getattr(self, name)}")
 
-        check("num_colors", 1 <= self.num_colors <= 32, "must be in 1..32 (5-bit color)")
+        check("num_colors", 1 <= self.num_colors <= MAX_COLORS,
+              f"must be in 1..{MAX_COLORS} ({COLOR_BITS}-bit color)")
         check("vc_depth", self.vc_depth >= 2 and _is_pow2(self.vc_depth), "must be a power of two >= 2")
         check("mesh_rows", self.mesh_rows >= 1, "must be >= 1")
         check("mesh_cols", self.mesh_cols >= 1, "must be >= 1")
@@ -86,7 +90,7 @@ class Config:
               "must be a power of two >= 64")
         check("sram_banks", _is_pow2(self.sram_banks) and self.sram_words % self.sram_banks == 0,
               "must be a power of two dividing sram_words")
-        check("num_tasks", 1 <= self.num_tasks <= 32, "must be in 1..32")
+        check("num_tasks", 1 <= self.num_tasks <= MAX_TASKS, f"must be in 1..{MAX_TASKS}")
 
     def replace(self, **changes):
         """A copy with ``changes`` applied (validated); unknown names raise :class:`ConfigError`."""

@@ -25,10 +25,11 @@ The built cores are ``mesh.cores[r][q]`` (``mesh.routers[r][q]`` likewise).
 
 Configuration address map
 -------------------------
-``addr = tile * 2**tile_addr_bits + local`` with ``tile = r * Q + q``; local addresses
-``0 .. 0x1FF`` are the router's map (:mod:`hdl.router`); local addresses ``0x200 ..`` go to the
-core's ``cfg`` as ``local - 0x200``. ``rdata`` is valid one cycle after ``addr`` as on every bus.
-Addresses of tiles that do not exist read 0 and writes to them are ignored.
+``addr = tile_address(Q, r, q, local, tile_addr_bits)`` (:mod:`arch.tile_map`: tile ``r * Q + q``);
+local addresses ``[0, CORE_BASE)`` are the router's map (:mod:`arch.router_map`); local addresses
+``CORE_BASE ..`` go to the core's ``cfg`` as ``local - CORE_BASE``. ``rdata`` is valid one cycle
+after ``addr`` as on every bus. Addresses of tiles that do not exist read 0 and writes to them are
+ignored.
 
 Timing (zero load): a wavelet entering at a boundary input in cycle ``t`` and crossing ``h``
 router-to-router links is offered on its boundary output from cycle ``t + h + 2``.
@@ -38,19 +39,16 @@ from amaranth import Array, Cat, Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from arch.config_bus import ADDR_BITS
+from arch.ports import Port
+from arch.tile_map import CORE_BASE, DEFAULT_TILE_ADDR_BITS, MIN_TILE_ADDR_BITS
+
 from .config import ConfigError, refuse
-from .config_bus import ADDR_BITS, ConfigBus
-from .router import ROUTER_ADDR_SPAN, Router
-from .wavelet import Port, Wavelet
+from .config_bus import ConfigBus
+from .router import Router
+from .wavelet import Wavelet
 
-__all__ = ["Mesh", "tile_address"]
-
-DEFAULT_TILE_ADDR_BITS = 10
-
-
-def tile_address(cfg, row, col, local, tile_addr_bits=DEFAULT_TILE_ADDR_BITS):
-    """Configuration address of ``local`` in tile ``(row, col)`` of a mesh built with ``cfg``."""
-    return ((row * cfg.mesh_cols + col) << tile_addr_bits) | local
+__all__ = ["Mesh"]
 
 
 class Mesh(wiring.Component):
@@ -58,8 +56,9 @@ class Mesh(wiring.Component):
 
     def __init__(self, cfg, *, core=None, tile_addr_bits=DEFAULT_TILE_ADDR_BITS):
         P, Q, C = cfg.mesh_rows, cfg.mesh_cols, cfg.num_colors
-        if not (ROUTER_ADDR_SPAN.bit_length() - 1 <= tile_addr_bits < ADDR_BITS):
-            refuse(self, ConfigError(f"tile_addr_bits must be in 9..15, got {tile_addr_bits}"))
+        if not (MIN_TILE_ADDR_BITS <= tile_addr_bits < ADDR_BITS):
+            refuse(self, ConfigError(f"tile_addr_bits must be in {MIN_TILE_ADDR_BITS}..{ADDR_BITS - 1}, "
+                                     f"got {tile_addr_bits}"))
         if P * Q > 1 << (ADDR_BITS - tile_addr_bits):
             refuse(self, ConfigError(f"a {P}x{Q} mesh has more tiles than the {ADDR_BITS}-bit config bus "
                                      f"addresses with {tile_addr_bits}-bit tile windows "
@@ -159,7 +158,7 @@ class Mesh(wiring.Component):
         bits = self._tile_addr_bits
         tile = self.cfg.addr[bits:]
         local = self.cfg.addr[:bits]
-        is_router = local < ROUTER_ADDR_SPAN
+        is_router = local < CORE_BASE
         rd_tile = Signal.like(tile)
         rd_router = Signal()
         m.d.sync += [rd_tile.eq(tile), rd_router.eq(is_router)]
@@ -174,7 +173,7 @@ class Mesh(wiring.Component):
                 router_rdata.append(bus.rdata)
                 if self.cores and "cfg" in self.cores[r][q].signature.members:
                     cbus = self.cores[r][q].cfg
-                    m.d.comb += [cbus.addr.eq(local - ROUTER_ADDR_SPAN), cbus.wdata.eq(self.cfg.wdata),
+                    m.d.comb += [cbus.addr.eq(local - CORE_BASE), cbus.wdata.eq(self.cfg.wdata),
                                  cbus.we.eq(self.cfg.we & hit & ~is_router)]
                     core_rdata.append(cbus.rdata)
                 else:

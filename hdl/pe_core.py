@@ -1,7 +1,7 @@
 """The PE core (docs/pe.md): a descriptor-driven dataflow core with banked SRAM and FMAC lanes.
 
-No instruction fetch: a table of ``num_tasks`` task descriptors (:mod:`hdl.pe_descriptor`) bound
-to colors. Two engines run concurrently:
+No instruction fetch: a table of ``num_tasks`` task descriptors (format: :mod:`arch.pe_map`)
+bound to colors. Two engines run concurrently:
 
 * the **wavelet engine** takes one wavelet per cycle from ``rx`` (``rx.ready`` is always high: it
   never waits for data or for ``tx``) and runs one step of the active ``FMAC`` or ``STORE``
@@ -50,43 +50,52 @@ Descriptor checks at commit (first failing one wins; the descriptor is left stop
 ``NO_ACTION``: VEC without ``send`` and ``store``. ``RANGE``: an SRAM range runs past the end.
 Run time: ``UNBOUND`` (index = color), ``DUP_COLOR``, ``ACC_CONFLICT``; the wavelet is dropped.
 
-Configuration address map (``S = sram_words``, ``T = num_tasks``; :func:`core_map`)
-----------------------------------------------------------------------------------
-``[0, S)`` SRAM word (R/W). ``S + 8t + w`` descriptor ``t`` word ``w < 6`` (R/W; writing word 0
-commits). ``S + 8T + 0`` FAULT: ``[0]`` flag, ``[4:1]`` code, ``[9:5]`` index (R; any write
-clears); ``+1`` ACTIVE mask; ``+2`` FMAC_CYCLES (cycles the lanes did FMACs); ``+3`` VEC_CYCLES (cycles the vector unit
-worked, waiting for ``tx`` excluded);
-``+4`` RX_COUNT; ``+5`` TX_COUNT; ``+6`` PARAMS (``lanes | T<<8 | num_colors<<16``);
-``+8 + t`` ``done[t]``. Configuration writes to SRAM have priority over the vector unit's stores
-(it waits a cycle) but must not race the wavelet engine's stores (write SRAM while no wavelets
-flow).
+Configuration address map (``S = sram_words``, ``T = num_tasks``; :mod:`arch.pe_map`)
+-------------------------------------------------------------------------------------
+``[0, S)`` SRAM word (R/W). ``desc_addr(S, t, w)`` descriptor ``t`` word ``w < DESC_WORDS`` (R/W;
+writing word 0 commits). ``status_base(S, T) + STATUS[name]``: ``FAULT`` (``FAULT_STATUS``; R, any
+write clears), ``ACTIVE`` mask, ``FMAC_CYCLES`` (cycles the lanes did FMACs), ``VEC_CYCLES``
+(cycles the vector unit worked, waiting for ``tx`` excluded), ``RX_COUNT``, ``TX_COUNT``,
+``PARAMS`` (``PE_PARAMS``); ``done_addr(S, T, t)`` ``done[t]``. Configuration writes to SRAM have
+priority over the vector unit's stores (it waits a cycle) but must not race the wavelet engine's
+stores (write SRAM while no wavelets flow).
 """
 
 from amaranth import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from arch.config_bus import ADDR_BITS, WORD_BITS
+from arch.pe_map import (
+    DESC_STRIDE,
+    DESC_WORDS,
+    DESCRIPTOR,
+    DONE_OFFSET,
+    FAULT_STATUS,
+    MAX_TASKS,
+    PE_PARAMS,
+    STATUS,
+    Fault,
+    Op,
+    VecMode,
+    core_span,
+    desc_addr,
+    status_base,
+)
+from arch.wavelet import MAX_COLORS
+
 from .bf16_mul import Bf16MulCore
 from .config import ConfigError, refuse
-from .config_bus import ADDR_BITS, ConfigBus
+from .config_bus import ConfigBus
 from .fp32_add import Fp32AddCore
-from .pe_descriptor import DESC_WORDS, Descriptor, Fault, Op, VecMode
+from .layouts import cat_fields, struct_layout
 from .wavelet import Wavelet
 
-__all__ = ["PeCore", "core_map", "STATUS", "DONE_OFFSET"]
+__all__ = ["PeCore", "Descriptor"]
 
-DESC_BITS = 32 * DESC_WORDS
-
-STATUS = {"FAULT": 0, "ACTIVE": 1, "FMAC_CYCLES": 2, "VEC_CYCLES": 3, "RX_COUNT": 4,
-          "TX_COUNT": 5, "PARAMS": 6}
-DONE_OFFSET = 8
-
-
-def core_map(cfg):
-    """``(descriptor base, status base, span)`` of the core's configuration address map."""
-    desc = cfg.sram_words
-    status = desc + 8 * cfg.num_tasks
-    return desc, status, status + DONE_OFFSET + cfg.num_tasks
+# One task descriptor (arch.pe_map.DESCRIPTOR, DESC_WORDS configuration words).
+Descriptor = struct_layout(DESCRIPTOR)
+DESC_BITS = DESCRIPTOR.width
 
 
 def _log2(n):
@@ -101,7 +110,7 @@ class PeCore(wiring.Component):
         if cfg.lanes > cfg.sram_banks:
             refuse(self, ConfigError(f"PE core needs lanes <= sram_banks (one vector = one word per "
                                      f"bank), got lanes={cfg.lanes}, sram_banks={cfg.sram_banks}"))
-        _, _, span = core_map(cfg)
+        span = core_span(cfg.sram_words, cfg.num_tasks)
         if span > 1 << ADDR_BITS:
             refuse(self, ConfigError(f"PE core address map needs {span} addresses, more than the "
                                      f"{ADDR_BITS}-bit configuration bus (reduce sram_words)"))
@@ -118,7 +127,7 @@ class PeCore(wiring.Component):
         cfg = self._cfg
         L, S, NB, T, NC = cfg.lanes, cfg.sram_words, cfg.sram_banks, cfg.num_tasks, cfg.num_colors
         lb = _log2(NB)
-        DESC, STAT, _ = core_map(cfg)
+        DESC, STAT = desc_addr(S, 0), status_base(S, T)
 
         # ---- SRAM: NB interleaved banks -----------------------------------------------------
         banks = []
@@ -178,11 +187,11 @@ class PeCore(wiring.Component):
         cnt = [Signal(16, name=f"n{t}") for t in range(T)]
         done = [Signal(16, name=f"done{t}") for t in range(T)]
         pos_a, cnt_a = Array(pos), Array(cnt)
-        done_a = Array(done + [Const(0, 16)] * (32 - T))    # any 5-bit dep index (checked < T)
+        done_a = Array(done + [Const(0, 16)] * (MAX_TASKS - T))    # any dep index (checked < T)
 
         fault_valid = Signal()
-        fault_code = Signal(4)
-        fault_index = Signal(5)
+        fault_code = Signal(FAULT_STATUS.field_width("code"))
+        fault_index = Signal(FAULT_STATUS.field_width("index"))
         m.d.comb += self.fault.eq(fault_valid)
 
         fmac_cycles, vec_cycles = Signal(32), Signal(32)
@@ -196,8 +205,9 @@ class PeCore(wiring.Component):
         d_off = Signal(16)
         m.d.comb += d_off.eq(a - DESC)
         tc = Signal(range(T))
-        m.d.comb += tc.eq(d_off[3:])
-        d_word = d_off[:3]
+        stride_bits = DESC_STRIDE.bit_length() - 1
+        m.d.comb += tc.eq(d_off[stride_bits:])
+        d_word = d_off[:stride_bits]
         cfg_sram_we = Signal()
         m.d.comb += cfg_sram_we.eq(bus.we & is_sram)
         desc_we = bus.we & is_desc & (d_word < DESC_WORDS)
@@ -208,10 +218,10 @@ class PeCore(wiring.Component):
         for t in range(T):
             for w in range(DESC_WORDS):
                 with m.If(desc_we & (tc == t) & (d_word == w)):
-                    m.d.sync += raw[t][32 * w:32 * w + 32].eq(bus.wdata)
+                    m.d.sync += raw[t][WORD_BITS * w:WORD_BITS * (w + 1)].eq(bus.wdata)
 
         cand_raw = Signal(DESC_BITS)
-        m.d.comb += cand_raw.eq(Cat(bus.wdata, raw_a[tc][32:]))
+        m.d.comb += cand_raw.eq(Cat(bus.wdata, raw_a[tc][WORD_BITS:]))
         cand = data.View(Descriptor, cand_raw)
         commit_code = self._check(m, cand, tc, cfg)
         commit_start = Signal()
@@ -451,14 +461,16 @@ class PeCore(wiring.Component):
         rd_reg = Signal(32)
         m.d.sync += [rd_sram.eq(is_sram), rd_bank.eq(lo)]
         reg_val = Signal(32)
-        desc_words = Array([raw_a[tc][32 * w:32 * w + 32] for w in range(DESC_WORDS)]
-                           + [Const(0, 32)] * (8 - DESC_WORDS))
+        desc_words = Array([raw_a[tc][WORD_BITS * w:WORD_BITS * (w + 1)] for w in range(DESC_WORDS)]
+                           + [Const(0, WORD_BITS)] * (DESC_STRIDE - DESC_WORDS))
         with m.If(is_desc):
             m.d.comb += reg_val.eq(desc_words[d_word])
         with m.Else():
             with m.Switch(a):
                 with m.Case(STAT + STATUS["FAULT"]):
-                    m.d.comb += reg_val.eq(Mux(fault_valid, Cat(fault_valid, fault_code, fault_index), 0))
+                    m.d.comb += reg_val.eq(Mux(fault_valid, cat_fields(FAULT_STATUS, flag=fault_valid,
+                                                                       code=fault_code,
+                                                                       index=fault_index), 0))
                 with m.Case(STAT + STATUS["ACTIVE"]):
                     m.d.comb += reg_val.eq(active)
                 with m.Case(STAT + STATUS["FMAC_CYCLES"]):
@@ -470,7 +482,7 @@ class PeCore(wiring.Component):
                 with m.Case(STAT + STATUS["TX_COUNT"]):
                     m.d.comb += reg_val.eq(tx_count)
                 with m.Case(STAT + STATUS["PARAMS"]):
-                    m.d.comb += reg_val.eq(L | (T << 8) | (NC << 16))
+                    m.d.comb += reg_val.eq(PE_PARAMS.pack(lanes=L, num_tasks=T, num_colors=NC))
                 for t in range(T):
                     with m.Case(STAT + DONE_OFFSET + t):
                         m.d.comb += reg_val.eq(done[t])
@@ -498,7 +510,7 @@ class PeCore(wiring.Component):
         m.d.comb += span.eq(d.hi - d.lo)
         bad_count = ((d.reps == 0) | ((is_s | is_v) & (d.lo > d.hi)) | (is_f & (d.count == 0))
                      | (is_v & Mux(dot, d.count == 0, d.count != 1)))
-        bad_color = (d.color >= NC) & (~is_v | d.send) if NC < 32 else Const(0)
+        bad_color = (d.color >= NC) & (~is_v | d.send) if NC < MAX_COLORS else Const(0)
         bad_index = ((d.chain & ((d.next >= T) | (d.next == t)))
                      | (is_v & d.dep_a_en & (d.dep_a >= T)) | (is_v & d.dep_b_en & (d.dep_b >= T)))
         no_action = is_v & ~d.send & ~d.store
@@ -509,7 +521,7 @@ class PeCore(wiring.Component):
                       d.dst_base + span * Mux(dot, d.count, L))
         bad_range = (((is_f | is_v) & (end_a > S)) | (uses_b & (end_b > S))
                       | ((is_f | is_s | (is_v & d.store)) & (end_dst > S)))
-        code = Signal(4)
+        code = Signal(FAULT_STATUS.field_width("code"))
         with m.If(d.op == Op.NOP):
             m.d.comb += code.eq(0)
         with m.Elif(bad_count):

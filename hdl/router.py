@@ -42,19 +42,10 @@ free/freeing output register). Round-robin: the lowest candidate above the last 
 else the lowest candidate. A multicast head leaves on each output of its mask exactly once, in
 whatever cycles those outputs grant it, and is popped when the last copy has gone.
 
-Configuration address map (16-bit ``cfg.addr``; writes take effect the next cycle, reads are
-registered)
-------------------------------------------------------------------------------------------------
-``0x000 + color * 8 + port``  route mask (5 bits, bit = :class:`Port`) of wavelets of ``color``
-    arriving on input ``port``; R/W. Reset value 0 (no route).
-``0x100``  error status, read: ``[0]`` flag, ``[3:1]`` code, ``[6:4]`` port, ``[12:8]`` color;
-    any write clears it (all fields read 0 until the next error).
-``0x101``  parameters, read only: ``[7:0]`` num_colors, ``[15:8]`` vc_depth.
-``0x108 + port``  read only: bit ``c`` set when the virtual channel (input ``port``, color ``c``)
-    holds a wavelet.
-``0x110 + port``  read only: bit ``c`` set when output ``port`` cannot take color ``c`` now (no
-    credit, accept bit low, or output register full and not being read).
-Other addresses read 0; a write to them is an error (``BAD_ADDR``).
+Configuration address map: :mod:`arch.router_map` (route masks at ``route_addr(color, port)``,
+reset value 0 = no route; ``ADDR_ERROR``, ``ADDR_PARAMS``, ``ADDR_VC_BUSY + port``,
+``ADDR_OUT_BLOCKED + port``). Writes take effect the next cycle, reads are registered; other
+addresses read 0 and a write to them is an error (``BAD_ADDR``).
 
 Errors (sticky; the first one is kept until cleared; ties in one cycle: lowest port, lowest
 color)
@@ -67,46 +58,35 @@ color)
     wavelets under a non-zero route (or has sent part of a multicast); the write is ignored
     (routes change only while their channel is idle; a channel holding wavelets that arrived
     with no route can always be given one).
-``BAD_ROUTE`` (4): a route write with bits above bit 4; ignored.
+``BAD_ROUTE`` (4): a route write with bits above bit 4 (``ROUTE_MASK_BITS``); ignored.
 ``BAD_ADDR`` (5): a write to an unmapped address (e.g. a color ``>= num_colors``); ignored.
 """
-
-import enum
 
 from amaranth import Array, Cat, Const, Module, Mux, Shape, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from arch.ports import NUM_PORTS, PORT_NAMES, Port
+from arch.router_map import (
+    ADDR_ERROR,
+    ADDR_OUT_BLOCKED,
+    ADDR_PARAMS,
+    ADDR_VC_BUSY,
+    ERROR_STATUS,
+    ROUTE_ADDR,
+    ROUTE_MASK_BITS,
+    ROUTER_PARAMS,
+    ErrorCode,
+)
+from arch.wavelet import COLOR_BITS, DATA_BITS, MAX_COLORS
+
 from .config import refuse
 from .config_bus import ConfigBus
-from .wavelet import COLOR_BITS, MAX_COLORS, Port, Wavelet
+from .layouts import cat_fields
+from .wavelet import Wavelet
 
-__all__ = ["Router", "CreditLink", "ErrorCode", "PORT_NAMES", "route_addr", "ADDR_ERROR",
-           "ADDR_PARAMS", "ADDR_VC_BUSY", "ADDR_OUT_BLOCKED", "ROUTER_ADDR_SPAN"]
-
-PORT_NAMES = ("n", "e", "s", "w", "ramp")
-NUM_PORTS = 5
-
-ADDR_ERROR = 0x100
-ADDR_PARAMS = 0x101
-ADDR_VC_BUSY = 0x108
-ADDR_OUT_BLOCKED = 0x110
-ROUTER_ADDR_SPAN = 0x200
-
-
-def route_addr(color, port):
-    """Configuration address of the route mask of ``(color, input port)``."""
-    return (int(color) << 3) | int(port)
-
-
-class ErrorCode(enum.IntEnum):
-    NONE = 0
-    NO_ROUTE = 1
-    BAD_COLOR = 2
-    BUSY_REWRITE = 3
-    BAD_ROUTE = 4
-    BAD_ADDR = 5
+__all__ = ["Router", "CreditLink"]
 
 
 class CreditLink(wiring.Signature):
@@ -283,7 +263,7 @@ class Router(wiring.Component):
             word = Signal(DATA_CTRL, name=f"xbar_{names[o]}_word")
             m.d.comb += word.eq(Array(rdata)[isel])
             payload = Signal(Wavelet, name=f"xbar_{names[o]}_payload")
-            m.d.comb += [payload.data.eq(word[:32]), payload.ctrl.eq(word[32]),
+            m.d.comb += [payload.data.eq(word[:DATA_BITS]), payload.ctrl.eq(word[DATA_BITS]),
                          payload.color.eq(color)]
             out = self.port_out(o)
             if o in self._links:
@@ -336,30 +316,30 @@ class Router(wiring.Component):
 
         # ---- configuration bus --------------------------------------------------------------
         bus = self.cfg
-        a_color = bus.addr[3:8]
-        a_port = bus.addr[0:3]
+        a_color = bus.addr[ROUTE_ADDR.field_slice("color")]
+        a_port = bus.addr[ROUTE_ADDR.field_slice("port")]
         is_route = Signal()
         is_error = Signal()
         sel = Signal(range(N))
         busy = Signal()
         m.d.comb += [
-            is_route.eq((bus.addr[8:] == 0) & (a_port < NUM_PORTS) & (a_color < C)),
+            is_route.eq((bus.addr[ROUTE_ADDR.width:] == 0) & (a_port < NUM_PORTS) & (a_color < C)),
             is_error.eq(bus.addr == ADDR_ERROR),
             sel.eq(a_port * C + a_color),
             busy.eq(((nonempty & routed) | sent_any).bit_select(sel, 1)),
         ]
-        with m.If(bus.we & is_route & ~busy & (bus.wdata[5:] == 0)):
+        with m.If(bus.we & is_route & ~busy & (bus.wdata[ROUTE_MASK_BITS:] == 0)):
             for o in ports:
                 m.d.sync += route_v[o].bit_select(sel, 1).eq(bus.wdata[o])
         err_events.append((bus.we & is_route & busy, ErrorCode.BUSY_REWRITE, a_color, a_port))
-        err_events.append((bus.we & is_route & ~busy & (bus.wdata[5:] != 0),
+        err_events.append((bus.we & is_route & ~busy & (bus.wdata[ROUTE_MASK_BITS:] != 0),
                            ErrorCode.BAD_ROUTE, a_color, a_port))
         err_events.append((bus.we & ~is_route & ~is_error, ErrorCode.BAD_ADDR, 0, 0))
 
         err_flag = Signal()
-        err_code = Signal(3)
+        err_code = Signal(ERROR_STATUS.field_width("code"))
         err_color = Signal(COLOR_BITS)
-        err_port = Signal(3)
+        err_port = Signal(ERROR_STATUS.field_width("port"))
         m.d.comb += self.error.eq(err_flag)
         with m.If(bus.we & is_error):
             m.d.sync += [err_flag.eq(0), err_code.eq(0), err_color.eq(0), err_port.eq(0)]
@@ -375,9 +355,10 @@ class Router(wiring.Component):
         with m.If(is_route):
             m.d.sync += bus.rdata.eq(Cat(route_v[o].bit_select(sel, 1) for o in ports))
         with m.Elif(is_error):
-            m.d.sync += bus.rdata.eq(Cat(err_flag, err_code, err_port, Const(0, 1), err_color))
+            m.d.sync += bus.rdata.eq(cat_fields(ERROR_STATUS, flag=err_flag, code=err_code, port=err_port,
+                                                 color=err_color))
         with m.Elif(bus.addr == ADDR_PARAMS):
-            m.d.sync += bus.rdata.eq(C | (D << 8))
+            m.d.sync += bus.rdata.eq(ROUTER_PARAMS.pack(num_colors=C, vc_depth=D))
         with m.Else():
             m.d.sync += bus.rdata.eq(0)
             for p in ports:
@@ -388,7 +369,7 @@ class Router(wiring.Component):
         return m
 
 
-DATA_CTRL = 33
+DATA_CTRL = DATA_BITS + 1     # a channel word: data and ctrl (the color is the channel's)
 
 
 def _or_all(values):

@@ -41,14 +41,17 @@ from amaranth import Cat, Const, Module, Signal
 from amaranth.lib import fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from arch.wavelet import TAGGED, TAGGED_BITS
+
 from .config import refuse
 from .fp32_add import Fp32Add
+from .layouts import cat_fields
 from .wavelet import TaggedWord
 
 __all__ = ["NEG_ZERO", "SwarmxReduceUnit", "SwarmxNode", "SwarmxTree", "tree_shape"]
 
 NEG_ZERO = 0x80000000
-_WORD = TaggedWord.as_shape().size      # 33 bits
+_WORD = TAGGED_BITS
 
 
 def _tagged():
@@ -148,7 +151,7 @@ class SwarmxReduceUnit(wiring.Component):
             # Credits guarantee room: the adder never waits, results are never dropped.
             add.o.ready.eq(1),
             out.w_en.eq(add.o.valid),
-            out.w_data.eq(add.o.payload | (tags.r_data << 32)),
+            out.w_data.eq(cat_fields(TAGGED, data=add.o.payload, last=tags.r_data)),
             tags.r_en.eq(add.o.valid),
             self.o.payload.eq(out.r_data),
             self.o.valid.eq(out.r_rdy),

@@ -9,47 +9,46 @@ In(C)`` (the router's boundary ports, see :mod:`hdl.router`); ``cfg: In(ConfigBu
 The core takes every wavelet the router offers on RAMP (``rx.ready`` is always high), so the RAMP
 accept mask is all ones.
 
-Configuration address map (the same local map as a tile of :class:`~hdl.mesh.Mesh`)
+Configuration address map (:mod:`arch.tile_map`; the same local map as a tile of a
+:class:`~hdl.mesh.Mesh`)
 ---------------------------------------------------------------------------------
-``0x000 .. 0x1FF``: the router's map. ``0x200 + a``: the core's address ``a`` (SRAM, descriptors,
-status; :mod:`hdl.pe_core`). ``rdata`` is valid one cycle after ``addr``. A ``Mesh`` of PE cores
-needs ``tile_addr_bits >= mesh_tile_addr_bits(cfg)`` for the same map in every tile.
+``[0, CORE_BASE)``: the router's map. ``CORE_BASE + a``: the core's address ``a`` (SRAM,
+descriptors, status; :mod:`arch.pe_map`). ``rdata`` is valid one cycle after ``addr``. A ``Mesh``
+of PE cores needs ``tile_addr_bits >= mesh_tile_addr_bits(sram_words, num_tasks)`` for the same
+map in every tile.
 """
 
 from amaranth import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from arch.config_bus import ADDR_BITS
+from arch.ports import PORT_NAMES, SIDES
+from arch.tile_map import CORE_BASE, tile_span
+
 from .config import ConfigError, refuse
-from .config_bus import ADDR_BITS, ConfigBus
-from .pe_core import PeCore, core_map
-from .router import ROUTER_ADDR_SPAN, Router
+from .config_bus import ConfigBus
+from .pe_core import PeCore
+from .router import Router
 from .wavelet import Wavelet
 
-__all__ = ["Tile", "CORE_BASE", "mesh_tile_addr_bits"]
+__all__ = ["Tile"]
 
-CORE_BASE = ROUTER_ADDR_SPAN
-SIDES = ("n", "e", "s", "w")
-
-
-def mesh_tile_addr_bits(cfg):
-    """The ``tile_addr_bits`` a :class:`~hdl.mesh.Mesh` of PE cores built with ``cfg`` needs so
-    that each tile's window holds the router (``0x000``) and the whole core map (``0x200 + a``);
-    e.g. 10 for the ``tiny`` preset, 12 for ``default``."""
-    return max(10, (CORE_BASE + core_map(cfg)[2] - 1).bit_length())
+SIDE_NAMES = tuple(PORT_NAMES[p] for p in SIDES)
 
 
 class Tile(wiring.Component):
     """Router + PE core for ``cfg``; see the module docstring."""
 
     def __init__(self, cfg):
-        if CORE_BASE + core_map(cfg)[2] > 1 << ADDR_BITS:
-            refuse(self, ConfigError(f"tile address map needs {CORE_BASE + core_map(cfg)[2]} addresses, "
+        span = tile_span(cfg.sram_words, cfg.num_tasks)
+        if span > 1 << ADDR_BITS:
+            refuse(self, ConfigError(f"tile address map needs {span} addresses, "
                                      f"more than the {ADDR_BITS}-bit configuration bus"))
         self._cfg = cfg
         wave = stream.Signature(Wavelet)
         members = {"cfg": In(ConfigBus()), "error": Out(1), "fault": Out(1)}
-        for side in SIDES:
+        for side in SIDE_NAMES:
             members[f"{side}_in"] = In(wave)
             members[f"{side}_out"] = Out(wave)
             members[f"{side}_accept"] = In(cfg.num_colors, init=(1 << cfg.num_colors) - 1)
@@ -60,7 +59,7 @@ class Tile(wiring.Component):
         cfg = self._cfg
         router = m.submodules.router = Router(cfg)
         core = m.submodules.core = PeCore(cfg)
-        for side in SIDES:
+        for side in SIDE_NAMES:
             wiring.connect(m, wiring.flipped(getattr(self, f"{side}_in")),
                            getattr(router, f"{side}_in"))
             wiring.connect(m, getattr(router, f"{side}_out"),

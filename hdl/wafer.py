@@ -25,39 +25,30 @@ Ports (``P = cfg.mesh_rows``, ``Q = cfg.mesh_cols``)
 
 Configuration address map
 -------------------------
-Tile ``(p, q)`` at ``(p * Q + q) << tile_addr_bits`` (``tile_addr_bits =
-hdl.tile.mesh_tile_addr_bits(cfg)``; router at local ``0x000``, core at ``0x200``). The adapters
-sit at the top ``ADAPTER_SPAN`` addresses of the bus (:func:`adapter_base`, ``0xFFC0``; they
-shadow whatever the mesh has there), registers :data:`ADAPTER`:
-``W_COLOR``, ``W_ROW_LEN``, ``W_MODE``, ``G_ROW_LEN``, ``G_COUNT`` (R/W; writing a row length restarts that
-counter), ``W_TAKEN``, ``G_SENT`` (R: words through the adapter since reset), ``W_BOUND + q``,
-``G_BOUND + q`` (R/W). ``rdata`` is valid one cycle after ``addr``.
+Tile ``(p, q)`` at ``tile_address(Q, p, q, 0, mesh_tile_addr_bits(sram_words, num_tasks))``
+(:mod:`arch.tile_map`; router at local 0, core at ``CORE_BASE``). The adapter registers
+(:mod:`arch.wafer_map`: ``ADAPTER`` at ``adapter_base()``, the top ``ADAPTER_SPAN`` addresses of
+the bus) shadow whatever the mesh has there. ``rdata`` is valid one cycle after ``addr``.
 """
 
 from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from arch.config_bus import ADDR_BITS
+from arch.tile_map import mesh_tile_addr_bits, tile_span
+from arch.wafer_map import ADAPTER, ADAPTER_COUNT_BITS, ADAPTER_SPAN, MAX_ADAPTER_COLUMNS, adapter_base
+from arch.wavelet import COLOR_BITS
+
 from .config import ConfigError, refuse
-from .config_bus import ADDR_BITS, ConfigBus
+from .config_bus import ConfigBus
 from .mesh import Mesh
-from .pe_core import PeCore, core_map
-from .tile import CORE_BASE, mesh_tile_addr_bits
+from .pe_core import PeCore
 from .wavelet import TaggedWord, Wavelet
 
-__all__ = ["Wafer", "ADAPTER", "adapter_base"]
+__all__ = ["Wafer"]
 
-ADAPTER = {"W_COLOR": 0, "W_ROW_LEN": 1, "G_ROW_LEN": 2, "G_COUNT": 3, "W_TAKEN": 4,
-           "G_SENT": 5, "W_MODE": 6, "W_BOUND": 16, "G_BOUND": 40}
-ADAPTER_SPAN = 64
-COUNT_BITS = 16
-
-
-def adapter_base(cfg=None):
-    """Configuration address of the wafer's adapter registers: the top ``ADAPTER_SPAN`` addresses
-    of the bus (in the window of a tile that does not exist, or above the core map of the last
-    tile when the mesh fills the bus; the Wafer checks the room)."""
-    return (1 << ADDR_BITS) - ADAPTER_SPAN
+COUNT_BITS = ADAPTER_COUNT_BITS
 
 
 class Wafer(wiring.Component):
@@ -65,17 +56,17 @@ class Wafer(wiring.Component):
 
     def __init__(self, cfg):
         P, Q = cfg.mesh_rows, cfg.mesh_cols
-        bits = mesh_tile_addr_bits(cfg)
+        bits = mesh_tile_addr_bits(cfg.sram_words, cfg.num_tasks)
         windows = 1 << (ADDR_BITS - bits)
         if P * Q > windows:
             refuse(self, ConfigError(f"a {P}x{Q} wafer has more tiles than the {ADDR_BITS}-bit "
                                      f"configuration bus holds ({windows} windows of 2**{bits})"))
-        if P * Q == windows and CORE_BASE + core_map(cfg)[2] > (1 << bits) - ADAPTER_SPAN:
+        if P * Q == windows and tile_span(cfg.sram_words, cfg.num_tasks) > (1 << bits) - ADAPTER_SPAN:
             refuse(self, ConfigError(f"a {P}x{Q} wafer fills the configuration bus and the last tile's "
                                      f"window has no room for the {ADAPTER_SPAN} adapter registers"))
-        if Q > ADAPTER["G_BOUND"] - ADAPTER["W_BOUND"]:
+        if Q > MAX_ADAPTER_COLUMNS:
             refuse(self, ConfigError(f"the wafer adapters support at most "
-                                     f"{ADAPTER['G_BOUND'] - ADAPTER['W_BOUND']} columns, got {Q}"))
+                                     f"{MAX_ADAPTER_COLUMNS} columns, got {Q}"))
         self._cfg = cfg
         wave = stream.Signature(Wavelet)
         tagged = stream.Signature(TaggedWord)
@@ -94,7 +85,7 @@ class Wafer(wiring.Component):
         m = Module()
         cfg = self._cfg
         P, Q, C = cfg.mesh_rows, cfg.mesh_cols, cfg.num_colors
-        bits = mesh_tile_addr_bits(cfg)
+        bits = mesh_tile_addr_bits(cfg.sram_words, cfg.num_tasks)
         mesh = m.submodules.mesh = Mesh(cfg, core=lambda r, q: PeCore(cfg), tile_addr_bits=bits)
         all_colors = (1 << C) - 1
 
@@ -109,7 +100,7 @@ class Wafer(wiring.Component):
             m.d.comb += [mesh.n_accept[q].eq(all_colors), mesh.s_accept[q].eq(all_colors)]
 
         # Adapter registers.
-        w_color = Signal(5)
+        w_color = Signal(COLOR_BITS)
         w_mode = Signal(1)
         w_row_len = Signal(COUNT_BITS)
         g_row_len = Signal(COUNT_BITS)
@@ -127,7 +118,7 @@ class Wafer(wiring.Component):
         writable = set(regs) - {ADAPTER["W_TAKEN"], ADAPTER["G_SENT"]}
 
         bus = self.cfg
-        base = adapter_base(cfg)
+        base = adapter_base()
         to_adapter = bus.addr >= base
         local = bus.addr[:(ADAPTER_SPAN - 1).bit_length()]
         m.d.comb += [mesh.cfg.addr.eq(bus.addr), mesh.cfg.wdata.eq(bus.wdata),

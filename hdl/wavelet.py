@@ -1,38 +1,27 @@
-"""Shared fabric types (docs/architecture.md#wavelets-and-links): the wavelet, router ports and the stream signatures.
+"""Amaranth types of the fabric's words (:mod:`arch.wavelet`, docs/architecture.md#wavelets-and-links)
+and the stream signatures that carry them.
 
-Payload fields pack as Amaranth's ``StructLayout`` packs them: the first field in the least
-significant bits. A wavelet is therefore ``{ctrl[37], color[36:32], data[31:0]}``.
+The layouts are built from the :mod:`arch.wavelet` bit layouts, so a payload's bits are exactly
+what ``arch.wavelet.pack_wavelet`` / ``pack_tagged`` make: a wavelet is
+``{ctrl[37], color[36:32], data[31:0]}``, a tagged word ``{last[32], data[31:0]}``.
 """
 
-from amaranth.lib import data, stream
+from amaranth.lib import stream
 
-from .ports import Port
+from arch.wavelet import DATA_BITS, TAGGED, WAVELET
 
-__all__ = [
-    "DATA_BITS", "COLOR_BITS", "MAX_COLORS", "Port", "Wavelet", "TaggedWord",
-    "wavelet_stream", "word_stream", "tagged_stream",
-]
+from .layouts import struct_layout
 
-DATA_BITS = 32
-COLOR_BITS = 5
-MAX_COLORS = 1 << COLOR_BITS
+__all__ = ["Wavelet", "TaggedWord", "wavelet_stream", "word_stream", "tagged_stream"]
 
-
-class Wavelet(data.Struct):
-    """One fabric message: 32 data bits, a 5-bit color (virtual channel) and a control bit."""
-    data: DATA_BITS
-    color: COLOR_BITS
-    ctrl: 1
-
-
-class TaggedWord(data.Struct):
-    """A 32-bit word with an end-of-vector flag (the SwarmX link payload)."""
-    data: DATA_BITS
-    last: 1
+# One fabric message: 32 data bits, a 5-bit color (virtual channel) and a control bit.
+Wavelet = struct_layout(WAVELET)
+# A 32-bit word with an end-of-vector flag (the SwarmX link payload).
+TaggedWord = struct_layout(TAGGED)
 
 
 def wavelet_stream():
-    """``stream.Signature`` carrying one :class:`Wavelet` per transfer."""
+    """``stream.Signature`` carrying one :data:`Wavelet` per transfer."""
     return stream.Signature(Wavelet)
 
 
@@ -42,5 +31,5 @@ def word_stream(width=DATA_BITS):
 
 
 def tagged_stream():
-    """``stream.Signature`` carrying one :class:`TaggedWord` per transfer."""
+    """``stream.Signature`` carrying one :data:`TaggedWord` per transfer."""
     return stream.Signature(TaggedWord)

@@ -22,20 +22,16 @@ Ports are named ``(row, col, Port)``; a standalone router is the 1 x 1 mesh.
 
 from collections import deque
 
-from hdl.ports import Port
+from arch.ports import NUM_PORTS, OPPOSITE, STEP, Port
+from arch.router_map import ROUTE_MASK_BITS, ErrorCode
+from arch.wavelet import MAX_COLORS
 
 __all__ = ["FabricModel", "boundary_ports", "neighbour", "walk", "xy_path", "xy_routes",
-           "ZERO_LOAD_OVERHEAD", "zero_load_latency", "NO_ROUTE", "BAD_COLOR", "BUSY_REWRITE",
-           "BAD_ROUTE", "BAD_ADDR", "Deadlock"]
+           "ZERO_LOAD_OVERHEAD", "zero_load_latency", "Deadlock"]
 
 # Cycles from a boundary input transfer to the first cycle the wavelet is offered on a boundary
 # output, beyond one cycle per router-to-router link (injection write + output register).
 ZERO_LOAD_OVERHEAD = 2
-
-NO_ROUTE, BAD_COLOR, BUSY_REWRITE, BAD_ROUTE, BAD_ADDR = 1, 2, 3, 4, 5
-
-_STEP = {Port.N: (-1, 0), Port.S: (1, 0), Port.W: (0, -1), Port.E: (0, 1)}
-_OPPOSITE = {Port.N: Port.S, Port.S: Port.N, Port.W: Port.E, Port.E: Port.W}
 
 
 class Deadlock(RuntimeError):
@@ -52,10 +48,10 @@ def neighbour(rows, cols, r, q, port):
     when that output is a boundary port."""
     if port == Port.RAMP:
         return None
-    dr, dq = _STEP[Port(port)]
+    dr, dq = STEP[Port(port)]
     r2, q2 = r + dr, q + dq
     if 0 <= r2 < rows and 0 <= q2 < cols:
-        return r2, q2, _OPPOSITE[Port(port)]
+        return r2, q2, OPPOSITE[Port(port)]
     return None
 
 
@@ -117,7 +113,7 @@ def xy_routes(rows, cols, num_colors, flows):
     ``(color, source boundary input, [boundary outputs])``, each routed X then Y; flows of one
     color share table entries (so a wavelet goes wherever the union of the entries it meets
     leads: use :func:`walk` for the destinations)."""
-    routes = {(r, q): [[0] * 5 for _ in range(num_colors)] for r in range(rows) for q in range(cols)}
+    routes = {(r, q): [[0] * NUM_PORTS for _ in range(num_colors)] for r in range(rows) for q in range(cols)}
     for color, src, dsts in flows:
         for dst in dsts:
             for (r, q), pin, pout in xy_path(rows, cols, src, dst):
@@ -133,26 +129,26 @@ class _Router:
         self.links = links                          # {out port: (r2, q2, in port)}
         self.vc = {}                                # (i, c) -> deque of (data, ctrl)
         self.sent = {}                              # (i, c) -> mask of copies sent
-        self.rr = [-1] * 5
+        self.rr = [-1] * NUM_PORTS
         self.credit = {o: [depth] * colors for o in links}
-        self.outreg = [None] * 5                    # boundary outputs: (data, color, ctrl)
+        self.outreg = [None] * NUM_PORTS            # boundary outputs: (data, color, ctrl)
 
 
 class FabricModel:
     """Cycle-level model of a ``rows x cols`` mesh of routers (``1 x 1`` = one router).
 
-    ``routes`` is ``{(r, q): [[mask] * 5 per color]}``, as :func:`xy_routes` builds; it can be
+    ``routes`` is ``{(r, q): [[mask] * NUM_PORTS per color]}``, as :func:`xy_routes` builds; it can be
     changed between runs (the fabric keeps its state across :meth:`run` calls, like hardware
     across phases) through :meth:`write_route`, which applies the same checks as the hardware.
     """
 
     def __init__(self, rows, cols, num_colors, vc_depth, routes=None):
-        if not (1 <= num_colors <= 32):
-            raise ValueError(f"num_colors must be in 1..32, got {num_colors}")
+        if not (1 <= num_colors <= MAX_COLORS):
+            raise ValueError(f"num_colors must be in 1..{MAX_COLORS}, got {num_colors}")
         if vc_depth < 1:
             raise ValueError(f"vc_depth must be >= 1, got {vc_depth}")
         self.rows, self.cols, self.colors, self.depth = rows, cols, num_colors, vc_depth
-        self.routes = routes or {(r, q): [[0] * 5 for _ in range(num_colors)]
+        self.routes = routes or {(r, q): [[0] * NUM_PORTS for _ in range(num_colors)]
                                  for r in range(rows) for q in range(cols)}
         self.routers = {}
         for r in range(rows):
@@ -168,17 +164,18 @@ class FabricModel:
 
     # ---- configuration (same rules as the hardware's config bus) ----------------------------
     def write_route(self, r, q, color, port, mask):
-        """Write a route entry; returns the error code raised (0 = accepted)."""
+        """Write a route entry; returns the :class:`~arch.router_map.ErrorCode` raised (``NONE`` =
+        accepted)."""
         rt = self.routers[(r, q)]
-        code = 0
-        if not (0 <= color < self.colors and 0 <= port < 5):
-            code = BAD_ADDR
+        code = ErrorCode.NONE
+        if not (0 <= color < self.colors and 0 <= port < NUM_PORTS):
+            code = ErrorCode.BAD_ADDR
             color, port = 0, 0
         elif ((rt.vc.get((port, color)) and self.routes[(r, q)][color][port])
               or rt.sent.get((port, color), 0)):
-            code = BUSY_REWRITE
-        elif mask >> 5:
-            code = BAD_ROUTE
+            code = ErrorCode.BUSY_REWRITE
+        elif mask >> ROUTE_MASK_BITS:
+            code = ErrorCode.BAD_ROUTE
         else:
             self.routes[(r, q)][color][port] = mask
         if code and self.errors[(r, q)] is None:
@@ -252,7 +249,7 @@ class FabricModel:
                     continue
                 # Boundary outputs: transfers in t, and which can be (re)loaded.
                 free = {}
-                for o in range(5):
+                for o in range(NUM_PORTS):
                     if o in rt.links:
                         continue
                     port = (r, q, Port(o))
@@ -275,7 +272,7 @@ class FabricModel:
                             if d is None or len(d) < D:
                                 in_take.append((p, (data, color, ctrl)))
                 # Requests.
-                reqs = [[] for _ in range(5)]
+                reqs = [[] for _ in range(NUM_PORTS)]
                 wants = {}
                 tab = routes[key]
                 for (i, c), d in rt.vc.items():
@@ -287,7 +284,7 @@ class FabricModel:
                     want = mask & ~rt.sent.get((i, c), 0)
                     wants[(i, c)] = want
                     k = i * C + c
-                    for o in range(5):
+                    for o in range(NUM_PORTS):
                         if want >> o & 1:
                             if o in rt.links:
                                 ok = rt.credit[o][c] > 0
@@ -297,7 +294,7 @@ class FabricModel:
                             if ok:
                                 reqs[o].append(k)
                 granted = {}
-                for o in range(5):
+                for o in range(NUM_PORTS):
                     req = reqs[o]
                     if req:
                         last = rt.rr[o]
@@ -336,7 +333,7 @@ class FabricModel:
                     offering[p] = False
                     progress = True
                     if word is None:
-                        new_errors.setdefault(key, []).append((p[2], BAD_COLOR,
+                        new_errors.setdefault(key, []).append((p[2], ErrorCode.BAD_COLOR,
                                                                queues[p][ptr[p] - 1][1]))
                     else:
                         link_writes.append(((r, q, p[2]), word))
@@ -347,7 +344,7 @@ class FabricModel:
                 if len(rt2.vc[(i, c)]) > D:
                     raise AssertionError(f"model overflow at {(r2, q2, i, c)}")
                 if routes[(r2, q2)][c][i] == 0:
-                    new_errors.setdefault((r2, q2), []).append((i, NO_ROUTE, c))
+                    new_errors.setdefault((r2, q2), []).append((i, ErrorCode.NO_ROUTE, c))
             for key, o, c in credit_back:
                 routers[key].credit[o][c] += 1
             for key, evs in new_errors.items():

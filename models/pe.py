@@ -9,57 +9,34 @@ and counters do not depend on that interleaving for kernels that do not race on 
 Words are 32 bits. A bf16 value in a word occupies the upper 16 bits (the word is then its exact
 fp32 value); bf16 consumers (the multipliers, the ReLU mask) ignore the low 16 bits.
 
-Configuration address map (``S = sram_words``, ``T = num_tasks``), shared with the RTL:
-``[0, S)`` SRAM words (R/W); ``S + 8*t + w`` word ``w`` (0..5) of descriptor ``t`` (R/W, writing
-word 0 commits); ``S + 8*T + r`` status registers :data:`STATUS` (``FAULT`` write = clear);
-``S + 8*T + 8 + t`` the done counter of descriptor ``t`` (R).
+Descriptor format and configuration address map: :mod:`arch.pe_map`, shared with the RTL.
 """
 
 import numpy as np
 
+from arch.config_bus import WORD_MASK
+from arch.pe_map import (
+    DESC_STRIDE,
+    DESC_WORDS,
+    DONE_OFFSET,
+    FAULT_STATUS,
+    PE_PARAMS,
+    STATUS,
+    Fault,
+    Op,
+    VecMode,
+    decode,
+    desc_addr,
+    descriptor_writes,
+    encode,
+    status_base,
+)
+from arch.ports import OPPOSITE, STEP
 from models.numerics import bf16_bits, bf16_mul, bits, f32, fp32_add
 from models.pipeline.mapping import split
 
-__all__ = ["PeModel", "DESC_FIELDS", "OP", "VMODE", "FAULT", "STATUS", "decode", "encode",
-           "status_base", "desc_addr", "unit_cycles", "DEP_TO_TX_CYCLES", "forward_kernel",
-           "run_forward_kernel", "COLOR_W", "COLOR_PSUM", "COLOR_RESULT"]
-
-# (name, width), LSB first: must equal hdl.pe_descriptor.Descriptor (checked by the tests).
-DESC_FIELDS = [
-    ("op", 2), ("vmode", 2), ("enable", 1), ("chain", 1), ("relu", 1), ("round", 1),
-    ("send", 1), ("store", 1), ("dep_a_en", 1), ("dep_b_en", 1), ("color", 5), ("next", 5),
-    ("dep_a", 5), ("dep_b", 5), ("a_base", 16), ("a_stride", 16), ("b_base", 16),
-    ("b_stride", 16), ("dst_base", 16), ("count", 16), ("reps", 16), ("lo", 16), ("hi", 16),
-    ("reserved", 16),
-]
-DESC_WORDS = 6
-OP = {"NOP": 0, "FMAC": 1, "STORE": 2, "VEC": 3}
-VMODE = {"PASS": 0, "ADD": 1, "MASK": 2, "DOT": 3}
-FAULT = {"NONE": 0, "COUNT": 1, "COLOR": 2, "INDEX": 3, "NO_ACTION": 4, "RANGE": 5,
-         "UNBOUND": 6, "DUP_COLOR": 7, "ACC_CONFLICT": 8}
-# Status registers at status_base + offset.
-STATUS = {"FAULT": 0, "ACTIVE": 1, "FMAC_CYCLES": 2, "VEC_CYCLES": 3, "RX_COUNT": 4,
-          "TX_COUNT": 5, "PARAMS": 6}
-DONE_OFFSET = 8
-MASK32 = 0xFFFFFFFF
-
-
-def decode(words):
-    """Dict of descriptor fields from its six configuration words."""
-    value = sum((int(w) & MASK32) << (32 * i) for i, w in enumerate(words))
-    out, offset = {}, 0
-    for name, width in DESC_FIELDS:
-        out[name] = (value >> offset) & ((1 << width) - 1)
-        offset += width
-    return out
-
-
-def status_base(sram_words, num_tasks):
-    return sram_words + 8 * num_tasks
-
-
-def desc_addr(sram_words, t, word=0):
-    return sram_words + 8 * t + word
+__all__ = ["PeModel", "unit_cycles", "DEP_TO_TX_CYCLES", "forward_kernel", "run_forward_kernel",
+           "COLOR_W", "COLOR_PSUM", "COLOR_RESULT"]
 
 
 # Cycles from the rx transfer of the wavelet that completes a unit (an FMAC row, a STORE vector)
@@ -101,12 +78,12 @@ class PeModel:
         return status_base(self.S, self.T)
 
     def cfg_write(self, addr, word):
-        word &= MASK32
+        word &= WORD_MASK
         base = self.status_base
         if addr < self.S:
             self.mem[addr] = word
         elif self.S <= addr < base:
-            t, w = divmod(addr - self.S, 8)
+            t, w = divmod(addr - self.S, DESC_STRIDE)
             if w < DESC_WORDS:
                 self.words[t][w] = word
                 self.desc[t] = decode(self.words[t])
@@ -123,16 +100,16 @@ class PeModel:
         if addr < self.S:
             return int(self.mem[addr])
         if self.S <= addr < base:
-            t, w = divmod(addr - self.S, 8)
+            t, w = divmod(addr - self.S, DESC_STRIDE)
             return self.words[t][w] if w < DESC_WORDS else 0
         regs = {
             STATUS["FAULT"]: self.fault_word(),
             STATUS["ACTIVE"]: sum(1 << t for t in range(self.T) if self.active[t]),
-            STATUS["FMAC_CYCLES"]: self.fmac_cycles & MASK32,
-            STATUS["VEC_CYCLES"]: self.vec_cycles & MASK32,
-            STATUS["RX_COUNT"]: self.rx_count & MASK32,
-            STATUS["TX_COUNT"]: len(self.out) & MASK32,
-            STATUS["PARAMS"]: self.L | (self.T << 8) | (self.C << 16),
+            STATUS["FMAC_CYCLES"]: self.fmac_cycles & WORD_MASK,
+            STATUS["VEC_CYCLES"]: self.vec_cycles & WORD_MASK,
+            STATUS["RX_COUNT"]: self.rx_count & WORD_MASK,
+            STATUS["TX_COUNT"]: len(self.out) & WORD_MASK,
+            STATUS["PARAMS"]: PE_PARAMS.pack(lanes=self.L, num_tasks=self.T, num_colors=self.C),
         }
         off = addr - base
         if off in regs:
@@ -145,11 +122,11 @@ class PeModel:
         if self.fault is None:
             return 0
         code, index = self.fault
-        return 1 | (code << 1) | (index << 5)
+        return FAULT_STATUS.pack(flag=1, code=code, index=index)
 
     def _raise(self, code, index):
         if self.fault is None:
-            self.fault = (FAULT[code], index)
+            self.fault = (Fault[code], index)
 
     # ---- descriptors -------------------------------------------------------------------------
 
@@ -157,27 +134,27 @@ class PeModel:
         """Fault name of descriptor ``t`` as committed, or None when legal (same order as RTL)."""
         d, L, S = self.desc[t], self.L, self.S
         op, mode = d["op"], d["vmode"]
-        if op == OP["NOP"]:
+        if op == Op.NOP:
             return None
-        dot = op == OP["VEC"] and mode == VMODE["DOT"]
-        uses_b = op == OP["VEC"] and mode != VMODE["PASS"]
-        if (d["reps"] == 0 or (op in (OP["STORE"], OP["VEC"]) and d["lo"] > d["hi"])
-                or (op == OP["FMAC"] and d["count"] == 0)
-                or (op == OP["VEC"] and (d["count"] == 0 if dot else d["count"] != 1))):
+        dot = op == Op.VEC and mode == VecMode.DOT
+        uses_b = op == Op.VEC and mode != VecMode.PASS
+        if (d["reps"] == 0 or (op in (Op.STORE, Op.VEC) and d["lo"] > d["hi"])
+                or (op == Op.FMAC and d["count"] == 0)
+                or (op == Op.VEC and (d["count"] == 0 if dot else d["count"] != 1))):
             return "COUNT"
-        if d["color"] >= self.C and (op != OP["VEC"] or d["send"]):
+        if d["color"] >= self.C and (op != Op.VEC or d["send"]):
             return "COLOR"
         if ((d["chain"] and (d["next"] >= self.T or d["next"] == t))
-                or (op == OP["VEC"] and d["dep_a_en"] and d["dep_a"] >= self.T)
-                or (op == OP["VEC"] and d["dep_b_en"] and d["dep_b"] >= self.T)):
+                or (op == Op.VEC and d["dep_a_en"] and d["dep_a"] >= self.T)
+                or (op == Op.VEC and d["dep_b_en"] and d["dep_b"] >= self.T)):
             return "INDEX"
-        if op == OP["VEC"] and not (d["send"] or d["store"]):
+        if op == Op.VEC and not (d["send"] or d["store"]):
             return "NO_ACTION"
         ends = []
-        if op == OP["FMAC"]:
+        if op == Op.FMAC:
             ends += [d["a_base"] + (d["count"] - 1) * d["a_stride"] + L,
                      d["dst_base"] + d["reps"] * L]
-        elif op == OP["STORE"]:
+        elif op == Op.STORE:
             ends.append(d["dst_base"] + (d["hi"] - d["lo"]) * L)
         else:
             a_rows = d["count"] if dot else d["reps"]
@@ -200,7 +177,7 @@ class PeModel:
             self.active[t] = False
             self._raise(problem, t)
             return
-        self.legal[t] = self.desc[t]["op"] != OP["NOP"]
+        self.legal[t] = self.desc[t]["op"] != Op.NOP
         if self.legal[t] and self.desc[t]["enable"]:
             self._activate(t)
 
@@ -220,12 +197,12 @@ class PeModel:
         FMAC one per wavelet (every lane busy), STORE one per wavelet, VEC ``L + 2`` per vector
         (per word for DOT)."""
         d, L = self.desc[t], self.L
-        if d["op"] == OP["FMAC"]:
+        if d["op"] == Op.FMAC:
             return d["count"] * d["reps"]
-        if d["op"] == OP["STORE"]:
+        if d["op"] == Op.STORE:
             return L * d["reps"]
-        if d["op"] == OP["VEC"]:
-            units = d["reps"] * (d["count"] if d["vmode"] == VMODE["DOT"] else 1)
+        if d["op"] == Op.VEC:
+            units = d["reps"] * (d["count"] if d["vmode"] == VecMode.DOT else 1)
             return units * unit_cycles(L)
         return 0
 
@@ -234,12 +211,12 @@ class PeModel:
     def wavelet(self, color, data):
         """Process one input wavelet, then run every vector firing that became ready."""
         self.rx_count += 1
-        self._wavelet(color, int(data) & MASK32)
+        self._wavelet(color, int(data) & WORD_MASK)
         self.run_vec()
 
     def _wavelet(self, color, data):
         matches = [t for t in range(self.T) if self.active[t]
-                   and self.desc[t]["op"] in (OP["FMAC"], OP["STORE"]) and self.desc[t]["color"] == color]
+                   and self.desc[t]["op"] in (Op.FMAC, Op.STORE) and self.desc[t]["color"] == color]
         if not matches:
             self._raise("UNBOUND", color)
             return
@@ -248,7 +225,7 @@ class PeModel:
             self._raise("DUP_COLOR", t)
             return
         d, L = self.desc[t], self.L
-        if d["op"] == OP["FMAC"]:
+        if d["op"] == Op.FMAC:
             if self.acc_owner is not None and self.acc_owner != t:
                 self._raise("ACC_CONFLICT", t)
                 return
@@ -288,7 +265,7 @@ class PeModel:
 
     def _ready(self, t):
         d = self.desc[t]
-        if not (self.active[t] and d["op"] == OP["VEC"]):
+        if not (self.active[t] and d["op"] == Op.VEC):
             return False
         n = self.n[t]
         return ((not d["dep_a_en"] or self.done[d["dep_a"]] > n)
@@ -319,7 +296,7 @@ class PeModel:
         n = self.n[t]
         mode = d["vmode"]
         B = self._vector(d["b_base"] + n * d["b_stride"])
-        if mode == VMODE["DOT"]:
+        if mode == VecMode.DOT:
             results = []
             for k in range(d["count"]):
                 A = self._vector(d["a_base"] + k * d["a_stride"])
@@ -330,9 +307,9 @@ class PeModel:
             unit = d["count"]
         else:
             A = self._vector(d["a_base"] + n * d["a_stride"])
-            if mode == VMODE["PASS"]:
+            if mode == VecMode.PASS:
                 results = A
-            elif mode == VMODE["ADD"]:
+            elif mode == VecMode.ADD:
                 results = bits(fp32_add(f32(A), f32(B)))
             else:  # MASK: the bf16 of A is > +0
                 a16 = A >> 16
@@ -344,28 +321,11 @@ class PeModel:
                 self.out.append((d["color"], int(e)))
             if d["store"] and d["lo"] <= n < d["hi"]:
                 self.mem[d["dst_base"] + (n - d["lo"]) * unit + j] = e
-        self.vec_cycles += (d["count"] if mode == VMODE["DOT"] else 1) * unit_cycles(L)
+        self.vec_cycles += (d["count"] if mode == VecMode.DOT else 1) * unit_cycles(L)
         self.n[t] = n + 1
         self.done[t] += 1
         if self.n[t] == d["reps"]:
             self._complete(t)
-
-
-def encode(**fields):
-    """Configuration words of a descriptor (the model's own encoder; ``hdl.pe_descriptor.encode``
-    must agree). Unknown fields or values that do not fit raise ``ValueError``."""
-    widths = dict(DESC_FIELDS)
-    unknown = sorted(set(fields) - set(widths))
-    if unknown:
-        raise ValueError(f"unknown descriptor field(s) {', '.join(unknown)}")
-    value, offset = 0, 0
-    for name, width in DESC_FIELDS:
-        v = int(fields.get(name, 0))
-        if not 0 <= v < (1 << width):
-            raise ValueError(f"descriptor field {name!r} = {v} does not fit in {width} bits")
-        value |= v << offset
-        offset += width
-    return [(value >> (32 * w)) & MASK32 for w in range(DESC_WORDS)]
 
 
 # ---- the forward micro-kernel of docs/architecture.md#layer-mapping as PE programs ----
@@ -407,27 +367,27 @@ def forward_kernel(*, lanes, sram_words, rows, cols, m, k):
             if xn + m * L > sram_words:
                 raise ValueError(f"the kernel needs {xn + m * L} SRAM words, PE has {sram_words}")
             first, last = q == 0, q == cols - 1
-            descs = {0: dict(op=OP["FMAC"], enable=1, color=COLOR_W, a_base=x_base, a_stride=L,
+            descs = {0: dict(op=Op.FMAC, enable=1, color=COLOR_W, a_base=x_base, a_stride=L,
                              count=len(kq), reps=m, dst_base=snap)}
             keep = dict(lo=own.start, hi=own.stop, dst_base=xn)
             if first and last:      # one column: the PE's own sums are complete
-                descs[1] = dict(op=OP["VEC"], vmode=VMODE["PASS"], enable=1, relu=1, round=1,
+                descs[1] = dict(op=Op.VEC, vmode=VecMode.PASS, enable=1, relu=1, round=1,
                                 send=1, store=1, color=COLOR_RESULT, dep_a_en=1, dep_a=0,
                                 a_base=snap, a_stride=L, count=1, reps=m, **keep)
             elif first:
-                descs[1] = dict(op=OP["VEC"], vmode=VMODE["PASS"], enable=1, send=1,
+                descs[1] = dict(op=Op.VEC, vmode=VecMode.PASS, enable=1, send=1,
                                 color=COLOR_PSUM, dep_a_en=1, dep_a=0, a_base=snap, a_stride=L,
                                 count=1, reps=m)
             else:
-                descs[1] = dict(op=OP["STORE"], enable=1, color=COLOR_PSUM, reps=m, lo=0, hi=m,
+                descs[1] = dict(op=Op.STORE, enable=1, color=COLOR_PSUM, reps=m, lo=0, hi=m,
                                 dst_base=psum)
                 post = dict(relu=1, round=1, color=COLOR_RESULT, store=1, **keep) if last else \
                     dict(color=COLOR_PSUM)
-                descs[2] = dict(op=OP["VEC"], vmode=VMODE["ADD"], enable=1, send=1, dep_a_en=1,
+                descs[2] = dict(op=Op.VEC, vmode=VecMode.ADD, enable=1, send=1, dep_a_en=1,
                                 dep_a=0, dep_b_en=1, dep_b=1, a_base=snap, a_stride=L,
                                 b_base=psum, b_stride=L, count=1, reps=m, **post)
             if not last:
-                descs[3] = dict(op=OP["STORE"], enable=1, color=COLOR_RESULT, reps=m, **keep)
+                descs[3] = dict(op=Op.STORE, enable=1, color=COLOR_RESULT, reps=m, **keep)
             pes[(p, q)] = {"descs": descs, "x_base": x_base, "k": kq, "own": own, "xn_base": xn}
             w_out = ["RAMP"] + (["S"] if p < rows - 1 else [])
             r = [(COLOR_W, "N", w_out)]
@@ -446,7 +406,7 @@ def forward_kernel(*, lanes, sram_words, rows, cols, m, k):
             "k_slices": k_slices, "m_slices": m_slices}
 
 
-_STEP = {"E": (0, 1, "W"), "W": (0, -1, "E"), "S": (1, 0, "N"), "N": (-1, 0, "S")}
+_STEP = {p.name: (*STEP[p], OPPOSITE[p].name) for p in STEP}   # "E": (0, 1, "W"): step, input there
 
 
 def run_forward_kernel(plan, *, lanes, sram_words, num_tasks, num_colors, w16, x16, rng=None):
@@ -468,9 +428,8 @@ def run_forward_kernel(plan, *, lanes, sram_words, num_tasks, num_colors, w16, x
             for j, v in enumerate(row):
                 mdl.cfg_write(pe["x_base"] + i * L + j, int(v))
         for t in sorted(pe["descs"], reverse=True):   # consumers first, then their producers
-            words = encode(**pe["descs"][t])
-            for w in (1, 2, 3, 4, 5, 0):
-                mdl.cfg_write(desc_addr(sram_words, t, w), words[w])
+            for addr, word in descriptor_writes(desc_addr(sram_words, t), encode(**pe["descs"][t])):
+                mdl.cfg_write(addr, word)
         models[(p, q)], queues[(p, q)] = mdl, deque()
     table = {pq: {(c, i): outs for c, i, outs in r} for pq, r in plan["routes"].items()}
 

@@ -37,9 +37,10 @@ words. Plain Python: no amaranth/cocotb.
 
 from dataclasses import dataclass
 
+from arch.pe_map import COMMIT_ORDER, DESC_WORDS, Op
 from models.fabric import zero_load_latency
 from models.pe import COLOR_W as _COLOR_W
-from models.pe import DEP_TO_TX_CYCLES, DESC_WORDS, OP, unit_cycles
+from models.pe import DEP_TO_TX_CYCLES, unit_cycles
 from models.pipeline.wafer_cycles import simulate_phase
 from models.swarmx import SwarmxTiming
 
@@ -183,7 +184,7 @@ def backward_weight_run_cycles(m, k, hw):
 def _commit_rank(d):
     """The compiler's commit order inside a tile (``compiler.wafer._commit_order``): FMAC /
     STORE, then VECs with dependencies or not enabled, then the other VECs; index breaks ties."""
-    if d.get("op") != OP["VEC"]:
+    if d.get("op") != Op.VEC:
         return 0
     return 1 if (d.get("dep_a_en") or d.get("dep_b_en") or not d.get("enable")) else 2
 
@@ -191,7 +192,7 @@ def _commit_rank(d):
 def commit_cycles(plan, writes, hw):
     """``{(p, q): {t: i}}``: the index of the configuration write that commits descriptor ``t``
     of tile ``(p, q)`` in a backward-weight phase of ``writes`` words: descriptors are committed
-    tile by tile (raster order), each as 6 words with word 0 last, in :func:`_commit_rank`
+    tile by tile (raster order), each as ``DESC_WORDS`` words in ``COMMIT_ORDER``, in :func:`_commit_rank`
     order, followed by the ``2 + Q`` adapter words."""
     order = [(pq, t) for pq in sorted(plan["pes"])
              for t in sorted(plan["pes"][pq]["descs"],
@@ -199,7 +200,7 @@ def commit_cycles(plan, writes, hw):
     end = writes - (BW_ADAPTER_WORDS + hw.mesh_cols)
     out = {}
     for j, (pq, t) in enumerate(order):
-        out.setdefault(pq, {})[t] = end - DESC_WORDS * (len(order) - j) + DESC_WORDS - 1
+        out.setdefault(pq, {})[t] = end - DESC_WORDS * (len(order) - j) + COMMIT_ORDER.index(0)
     return out
 
 

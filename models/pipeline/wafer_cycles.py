@@ -20,16 +20,16 @@ commit during the phase (backward-weight) act from the cycle after their commit 
 
 from collections import deque
 
-from models.fabric import FabricModel, Port
+from arch.pe_map import Op, VecMode
+from arch.ports import NUM_PORTS, Port
+from arch.router_map import route_mask
+from models.fabric import FabricModel
 
 __all__ = ["simulate_phase"]
 
-_OP_FMAC, _OP_STORE, _OP_VEC = 1, 2, 3
-_VMODE_DOT = 3
-
 
 class _PeTiming:
-    """Timing state of one PE core (``descs``: ``{t: fields}`` as ``models.pe.encode`` takes
+    """Timing state of one PE core (``descs``: ``{t: fields}`` as ``arch.pe_map.encode`` takes
     them; ``commits``: ``{t: cycle}`` for those committed during the phase)."""
 
     def __init__(self, descs, lanes, commits=None):
@@ -67,7 +67,7 @@ class _PeTiming:
                     self._start(t)
 
     def _ready(self, t):
-        if not (self.active[t] and self._get(t, "op") == _OP_VEC):
+        if not (self.active[t] and self._get(t, "op") == Op.VEC):
             return False
         n = self.cnt[t]
         for en, dep in (("dep_a_en", "dep_a"), ("dep_b_en", "dep_b")):
@@ -86,12 +86,12 @@ class _PeTiming:
         # Wavelet engine.
         if rx_color is not None:
             match = [t for t in sorted(self.d) if self.active[t]
-                     and self._get(t, "op") in (_OP_FMAC, _OP_STORE)
+                     and self._get(t, "op") in (Op.FMAC, Op.STORE)
                      and self._get(t, "color") == rx_color]
             if len(match) != 1:
                 raise ValueError(f"wavelet of color {rx_color} matches descriptors {match}")
             t = match[0]
-            size = self._get(t, "count") if self._get(t, "op") == _OP_FMAC else L
+            size = self._get(t, "count") if self._get(t, "op") == Op.FMAC else L
             if self.pos[t] + 1 == size:
                 self.pos[t] = 0
                 self.s1_inc = t
@@ -116,7 +116,7 @@ class _PeTiming:
             nxt = "RUN"
         else:  # RUN
             t = self.vsel
-            dot = self._get(t, "vmode") == _VMODE_DOT
+            dot = self._get(t, "vmode") == VecMode.DOT
             last = self.vj == L - 1
             emit = (not dot) or last
             send = emit and self._get(t, "send")
@@ -150,10 +150,10 @@ class _PeTiming:
 
 
 def _fabric(rows, cols, num_colors, vc_depth, routes):
-    table = {(r, q): [[0] * 5 for _ in range(num_colors)] for r in range(rows) for q in range(cols)}
+    table = {(r, q): [[0] * NUM_PORTS for _ in range(num_colors)] for r in range(rows) for q in range(cols)}
     for (r, q), entries in routes.items():
         for color, inp, outs in entries:
-            table[(r, q)][color][Port[inp]] |= sum(1 << Port[o] for o in outs)
+            table[(r, q)][color][Port[inp]] |= route_mask(outs)
     return FabricModel(rows, cols, num_colors, vc_depth, routes=table)
 
 

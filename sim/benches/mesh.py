@@ -8,7 +8,7 @@ transfer; Python then checks the log against the model (cycle-exact) and against
 scoreboard built by walking the route tables (nothing lost, nothing duplicated, order per
 (source, color), every multicast copy delivered).
 
-Program operations (one per line, ``{op[3:0], addr[15:0], data[31:0]}`` in hex):
+Program operations (one per line, ``{op[3:0], addr[ADDR_BITS-1:0], data[WORD_BITS-1:0]}`` in hex):
 ``1`` write ``data`` to ``addr`` (one cycle); ``2`` read ``addr`` (logs ``R addr data``);
 ``3`` traffic phase ``addr`` until ``data`` output transfers happened, then ``TAIL`` quiet cycles;
 ``0`` end. A phase in which no transfer (input or output) happens for ``WATCHDOG`` cycles before
@@ -23,23 +23,29 @@ at the start of each phase.
 from collections import defaultdict
 from pathlib import Path
 
-from hdl.router import ADDR_ERROR, ADDR_OUT_BLOCKED, ADDR_VC_BUSY, PORT_NAMES, route_addr
-from hdl.wavelet import Port
+from arch.config_bus import ADDR_BITS, WORD_BITS
+from arch.layout import BitLayout
+from arch.ports import NUM_PORTS, PORT_NAMES, Port
+from arch.router_map import ADDR_ERROR, ADDR_OUT_BLOCKED, ADDR_VC_BUSY, route_addr
+from arch.tile_map import DEFAULT_TILE_ADDR_BITS, tile_address
+from arch.wavelet import WAVELET_BITS, pack_wavelet, unpack_wavelet
 from models.fabric import boundary_ports, walk
 
 __all__ = ["FabricPorts", "Program", "harness_text", "run_harness", "parse_log", "Traffic",
-           "scoreboard", "pack", "unpack", "random_flows", "random_traffic", "random_timing"]
+           "scoreboard", "random_flows", "random_traffic", "random_timing"]
 
 WATCHDOG = 2000
 TAIL = 16
+INPUT_WORD = BitLayout("harness input word", ("wavelet", WAVELET_BITS), ("phase", 8))
+PROGRAM_WORD = BitLayout("harness program word", ("data", WORD_BITS), ("addr", ADDR_BITS), ("op", 4))
 
 
-def pack(data, color, ctrl):
-    return (ctrl << 37) | (color << 32) | data
-
-
-def unpack(word):
-    return word & 0xFFFFFFFF, (word >> 32) & 0x1F, (word >> 37) & 1
+def _bits(layout, name=None):
+    """Verilog part select ``[msb:lsb]`` of field ``name`` of ``layout`` (the whole word: None)."""
+    if name is None:
+        return f"[{layout.width - 1}:0]"
+    s = layout.field_slice(name)
+    return f"[{s.stop - 1}:{s.start}]"
 
 
 class FabricPorts:
@@ -49,7 +55,7 @@ class FabricPorts:
     otherwise a standalone :class:`~hdl.router.Router` (``n_in``, ``ramp_in``).
     """
 
-    def __init__(self, rows, cols, colors, *, mesh=True, tile_addr_bits=10):
+    def __init__(self, rows, cols, colors, *, mesh=True, tile_addr_bits=DEFAULT_TILE_ADDR_BITS):
         self.rows, self.cols, self.colors = rows, cols, colors
         self.mesh = mesh
         self.tile_addr_bits = tile_addr_bits
@@ -71,7 +77,7 @@ class FabricPorts:
     def addr(self, r, q, local):
         if not self.mesh:
             return local
-        return ((r * self.cols + q) << self.tile_addr_bits) | local
+        return tile_address(self.cols, r, q, local, self.tile_addr_bits)
 
 
 class Program:
@@ -143,10 +149,11 @@ def fabric_verilog(name, cfg):
     from hdl.tops import build_top
     from hdl.verilog import write_verilog
     from sim.kit.runner import BUILD, locked
-    hdl_dir = Path(__file__).resolve().parents[2] / "hdl"
+    root = Path(__file__).resolve().parents[2]
+    sources = [root / "hdl" / f for f in ("router.py", "mesh.py", "wavelet.py", "config_bus.py", "layouts.py")]
+    sources += sorted((root / "arch").glob("*.py"))
     key = hashlib.sha1("\n".join(
-        [name, repr(cfg), amaranth.__version__] +
-        [(hdl_dir / f).read_text() for f in ("router.py", "mesh.py", "wavelet.py", "config_bus.py")]
+        [name, repr(cfg), amaranth.__version__] + [f.read_text() for f in sources]
     ).encode()).hexdigest()[:12]
     out = BUILD / f"fabric-{name}-{key}"
     path = out / f"{name}.v"
@@ -169,24 +176,27 @@ def harness_text(top, ports):
     P = ports.ports
     n = len(P)
     C = ports.colors
+    wavelet, phase = _bits(INPUT_WORD, "wavelet"), _bits(INPUT_WORD, "phase")
+    op_op, op_addr, op_data = (_bits(PROGRAM_WORD, f) for f in ("op", "addr", "data"))
     L = [
         "`timescale 1ns/1ps",
         "module fabric_tb;",
         "  reg clk = 0; reg rst = 1;",
-        "  reg [15:0] cfg_addr = 0; reg [31:0] cfg_wdata = 0; reg cfg_we = 0;",
-        "  wire [31:0] cfg_rdata; wire error;",
+        f"  reg [{ADDR_BITS - 1}:0] cfg_addr = 0; reg [{WORD_BITS - 1}:0] cfg_wdata = 0; reg cfg_we = 0;",
+        f"  wire [{WORD_BITS - 1}:0] cfg_rdata; wire error;",
         f"  reg [{n - 1}:0] in_valid = 0; wire [{n - 1}:0] in_ready;",
         f"  reg [{n - 1}:0] took, xfer, more, cand;",
-        f"  reg [37:0] in_payload [0:{n - 1}];",
+        f"  reg {wavelet} in_payload [0:{n - 1}];",
         f"  wire [{n - 1}:0] out_valid; reg [{n - 1}:0] out_ready = 0;",
-        f"  wire [37:0] out_payload [0:{n - 1}];",
+        f"  wire {wavelet} out_payload [0:{n - 1}];",
         f"  reg [{C - 1}:0] accept [0:{n - 1}];",
-        f"  reg [45:0] words [0:{WORDS_MAX - 1}];   // {{phase[7:0], wavelet[37:0]}}",
+        f"  reg {_bits(INPUT_WORD)} words [0:{WORDS_MAX - 1}];   // {{phase[{INPUT_WORD.field_width('phase') - 1}:0], "
+        f"wavelet{wavelet}}}",
         f"  reg [31:0] first [0:{n - 1}]; reg [31:0] count [0:{n - 1}]; reg [31:0] ptr [0:{n - 1}];",
         f"  reg [{n - 1}:0] gaps [0:{CYCLES_MAX - 1}]; reg [{n - 1}:0] stalls [0:{CYCLES_MAX - 1}];",
-        f"  reg [51:0] prog [0:{PROG_MAX - 1}];",
+        f"  reg {_bits(PROGRAM_WORD)} prog [0:{PROG_MAX - 1}];",
         "  reg [8*512-1:0] dir, fname;",
-        "  integer i, pc, phase, cyc, got, quiet, f, ok, want; reg [51:0] op;",
+        f"  integer i, pc, phase, cyc, got, quiet, f, ok, want; reg {_bits(PROGRAM_WORD)} op;",
         "  always #5 clk = ~clk;",
         f"  {top} dut (.clk(clk), .rst(rst), .cfg__addr(cfg_addr), .cfg__wdata(cfg_wdata),",
         "    .cfg__we(cfg_we), .cfg__rdata(cfg_rdata), .error(error)",
@@ -212,7 +222,7 @@ def harness_text(top, ports):
     L.append("    in_valid = 0; out_ready = 0;")
     for r in range(ports.rows):
         for q in range(ports.cols):
-            for p in range(5):
+            for p in Port:
                 for base, label in ((ADDR_VC_BUSY, "vc_busy"), (ADDR_OUT_BLOCKED, "out_blocked")):
                     a = ports.addr(r, q, base + p)
                     L.append(f"    cfg_addr = {a}; tick; if (cfg_rdata != 0) $fwrite(f, "
@@ -234,27 +244,27 @@ def harness_text(top, ports):
         f"    for (i = 0; i < {n}; i = i + 1) begin ptr[i] = first[i]; in_payload[i] = 0; end",
         "    tick; tick; rst = 0;",
         "    pc = 0; op = prog[0];",
-        "    while (op[51:48] != 0) begin",
-        "      if (op[51:48] == 1) begin",
-        "        cfg_addr = op[47:32]; cfg_wdata = op[31:0]; cfg_we = 1; tick; cfg_we = 0; end",
-        "      else if (op[51:48] == 2) begin",
-        "        cfg_addr = op[47:32]; cfg_we = 0; tick;",
-        "        $fwrite(f, \"R %0d %0d %0d\\n\", op[47:32], cfg_rdata, error); end",
-        "      else if (op[51:48] == 3) begin",
-        "        phase = op[47:32]; want = op[31:0]; got = 0; quiet = 0; cyc = 0;",
+        f"    while (op{op_op} != 0) begin",
+        f"      if (op{op_op} == 1) begin",
+        f"        cfg_addr = op{op_addr}; cfg_wdata = op{op_data}; cfg_we = 1; tick; cfg_we = 0; end",
+        f"      else if (op{op_op} == 2) begin",
+        f"        cfg_addr = op{op_addr}; cfg_we = 0; tick;",
+        f"        $fwrite(f, \"R %0d %0d %0d\\n\", op{op_addr}, cfg_rdata, error); end",
+        f"      else if (op{op_op} == 3) begin",
+        f"        phase = op{op_addr}; want = op{op_data}; got = 0; quiet = 0; cyc = 0;",
         f"        for (i = 0; i < {n}; i = i + 1)",
-        "          more[i] = ptr[i] < first[i] + count[i] && words[ptr[i]][45:38] == phase;",
+        f"          more[i] = ptr[i] < first[i] + count[i] && words[ptr[i]]{phase} == phase;",
         f"        while ((got < want || quiet < {TAIL}) && quiet < {WATCHDOG}) begin",
         f"          cand = more & ~in_valid & ~(cyc < {CYCLES_MAX} ? gaps[cyc] : {n}'d0);",
         f"          if (cand != 0) for (i = 0; i < {n}; i = i + 1) if (cand[i]) begin",
-        "            in_valid[i] = 1; in_payload[i] = words[ptr[i]][37:0]; end",
+        f"            in_valid[i] = 1; in_payload[i] = words[ptr[i]]{wavelet}; end",
         f"          out_ready = cyc < {CYCLES_MAX} ? ~stalls[cyc] : ~{n}'d0;",
         "          #3;",
         "          took = in_valid & in_ready; xfer = out_valid & out_ready; ok = (took | xfer) != 0;",
         f"          if (ok) for (i = 0; i < {n}; i = i + 1) begin",
         "            if (took[i]) begin",
         "              $fwrite(f, \"I %0d %0d %0d\\n\", phase, cyc, i); ptr[i] = ptr[i] + 1;",
-        "              more[i] = ptr[i] < first[i] + count[i] && words[ptr[i]][45:38] == phase; end",
+        f"              more[i] = ptr[i] < first[i] + count[i] && words[ptr[i]]{phase} == phase; end",
         "            if (xfer[i]) begin",
         "              $fwrite(f, \"O %0d %0d %0d %h\\n\", phase, cyc, i, out_payload[i]);",
         "              got = got + 1; end",
@@ -295,10 +305,10 @@ def run_harness(top_verilog, top, ports, program, traffic, data_dir, *, timeout=
         items = traffic.inputs.get(p, [])
         first.append(len(words))
         count.append(len(items))
-        words += [(ph << 38) | pack(*w) for ph, w in items]
+        words += [INPUT_WORD.pack(phase=ph, wavelet=pack_wavelet(*w)) for ph, w in items]
     if len(words) > WORDS_MAX or traffic.cycles > CYCLES_MAX or len(program.ops) >= PROG_MAX:
         raise ValueError("stimulus larger than the harness memories")
-    _write_hex(data_dir / "words.hex", words or [0], 46)
+    _write_hex(data_dir / "words.hex", words or [0], INPUT_WORD.width)
     _write_hex(data_dir / "first.hex", first, 32)
     _write_hex(data_dir / "count.hex", count, 32)
     gaps, stalls = [], []
@@ -315,7 +325,8 @@ def run_harness(top_verilog, top, ports, program, traffic, data_dir, *, timeout=
     _write_hex(data_dir / "stalls.hex", stalls or [0], n)
     full = (1 << ports.colors) - 1
     _write_hex(data_dir / "accept.hex", [traffic.accept.get(p, full) for p in P], ports.colors)
-    _write_hex(data_dir / "prog.hex", [(op << 48) | (a << 32) | d for op, a, d in program.ops] + [0], 52)
+    _write_hex(data_dir / "prog.hex", [PROGRAM_WORD.pack(op=op, addr=a, data=d) for op, a, d in program.ops] + [0],
+               PROGRAM_WORD.width)
     top_verilog = Path(top_verilog)
     harness = top_verilog.parent / f"fabric_tb_{top}.v"
     text = harness_text(top, ports)
@@ -352,7 +363,7 @@ def parse_log(path, ports):
         if f[0] == "I":
             log.accepted[int(f[1])][P[int(f[3])]].append(int(f[2]))
         elif f[0] == "O":
-            log.delivered[int(f[1])].append((int(f[2]), P[int(f[3])], unpack(int(f[4], 16))))
+            log.delivered[int(f[1])].append((int(f[2]), P[int(f[3])], unpack_wavelet(int(f[4], 16))))
         elif f[0] == "R":
             log.reads.append((int(f[1]), int(f[2]), int(f[3])))
         elif f[0] == "P":
@@ -456,7 +467,7 @@ class Scenario:
         self.ports = FabricPorts(rows, cols, cfg.num_colors, mesh=mesh)
         self.program = Program(self.ports)
         self.traffic = Traffic(self.ports, cycles)
-        self.routes = {(r, q): [[0] * 5 for _ in range(cfg.num_colors)]
+        self.routes = {(r, q): [[0] * NUM_PORTS for _ in range(cfg.num_colors)]
                        for r in range(rows) for q in range(cols)}
         self.steps = []        # ("routes", {...}) / ("phase", phase, inputs, copies, stuck_ok)
 

@@ -20,16 +20,12 @@ import cocotb
 from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
 from cocotb.utils import get_sim_time
 
+from arch.config_bus import WORD_MASK
+from arch.pe_map import desc_addr, descriptor_writes, encode
+from arch.wavelet import pack_wavelet, unpack_wavelet
 from sim.kit import params
 from sim.kit.clocking import PERIOD_NS, reset
 from sim.kit.stream import StreamDriver, StreamMonitor, bernoulli
-
-WAVELET_DATA_BITS = 32
-COLOR_SHIFT = 32
-
-
-def wavelet_word(color, data):
-    return (int(color) << COLOR_SHIFT) | (int(data) & 0xFFFFFFFF)
 
 
 async def cfg_write(dut, writes):
@@ -81,7 +77,7 @@ async def run_program(dut):
     reads, faults = [], []
     for step in p["steps"]:
         await cfg_write(dut, step.get("writes", []))
-        drv.send(wavelet_word(c, d) for c, d in step.get("wavelets", []))
+        drv.send(pack_wavelet(d, c) for c, d in step.get("wavelets", []))
         await drv.wait_idle()
         expect = step.get("expect_tx", len(mon.words))
         waited = 0
@@ -101,16 +97,12 @@ async def run_program(dut):
 # ---- programs: built and checked on the pytest side, against the golden model --------------
 
 def desc_writes(cfg, t, **fields):
-    """Configuration writes of descriptor ``t`` (words 1..5, then word 0, which commits it)."""
-    from hdl.pe_core import core_map
-    from hdl.pe_descriptor import encode
-    base = core_map(cfg)[0] + 8 * t
-    words = encode(**fields)
-    return [[base + w, words[w]] for w in (1, 2, 3, 4, 5, 0)]
+    """Configuration writes of descriptor ``t`` in commit order (word 0, which commits, last)."""
+    return [list(w) for w in descriptor_writes(desc_addr(cfg.sram_words, t), encode(**fields))]
 
 
 def sram_writes(base, words):
-    return [[base + i, int(w) & 0xFFFFFFFF] for i, w in enumerate(words)]
+    return [[base + i, int(w) & WORD_MASK] for i, w in enumerate(words)]
 
 
 class Program:
@@ -127,8 +119,8 @@ class Program:
         self.expected_faults = []
 
     def step(self, writes=(), wavelets=(), reads=()):
-        writes = [[int(a), int(w) & 0xFFFFFFFF] for a, w in writes]
-        wavelets = [[int(c), int(d) & 0xFFFFFFFF] for c, d in wavelets]
+        writes = [[int(a), int(w) & WORD_MASK] for a, w in writes]
+        wavelets = [[int(c), int(d) & WORD_MASK] for c, d in wavelets]
         for a, w in writes:
             self.model.cfg_write(a, w)
         for c, d in wavelets:
@@ -146,7 +138,8 @@ class Program:
     def tx_by_color(self, words):
         out = {}
         for w in words:
-            out.setdefault((w >> COLOR_SHIFT) & 0x1F, []).append(w & 0xFFFFFFFF)
+            data, color, _ = unpack_wavelet(w)
+            out.setdefault(color, []).append(data)
         return out
 
     def check(self, result):

@@ -13,10 +13,21 @@ import random
 import cocotb
 from cocotb.triggers import FallingEdge, Timer
 
-from hdl.router import ADDR_ERROR, ADDR_OUT_BLOCKED, ADDR_PARAMS, ADDR_VC_BUSY, PORT_NAMES, route_addr
-from hdl.wavelet import Port
-from models.fabric import BAD_ADDR, BAD_COLOR, BAD_ROUTE, BUSY_REWRITE, NO_ROUTE, FabricModel, zero_load_latency
-from sim.benches.mesh import pack, unpack
+from arch.ports import PORT_NAMES, Port
+from arch.router_map import (
+    ADDR_ERROR,
+    ADDR_OUT_BLOCKED,
+    ADDR_PARAMS,
+    ADDR_VC_BUSY,
+    ERROR_STATUS,
+    ROUTE_MASK_BITS,
+    ROUTER_PARAMS,
+    ErrorCode,
+    route_addr,
+    route_mask,
+)
+from arch.wavelet import pack_wavelet, unpack_wavelet
+from models.fabric import FabricModel, zero_load_latency
 from sim.kit import params
 from sim.kit.clocking import reset
 
@@ -55,11 +66,11 @@ class Bench:
         return int(self.dut.cfg__rdata.value)
 
     async def error_status(self):
-        v = await self.read(ADDR_ERROR)
-        assert (v & 1) == int(self.dut.error.value), "error pin and status register disagree"
-        if not v & 1:
+        v = ERROR_STATUS.unpack(await self.read(ADDR_ERROR))
+        assert v["flag"] == int(self.dut.error.value), "error pin and status register disagree"
+        if not v["flag"]:
             return None
-        return (v >> 1) & 7, (v >> 8) & 31, (v >> 4) & 7
+        return v["code"], v["color"], v["port"]
 
     async def traffic(self, inputs, cycles, *, ready=None, accept=None):
         """Offer ``inputs`` ({Port: [(data, color, ctrl)]}, no gaps) for ``cycles`` cycles;
@@ -77,7 +88,7 @@ class Bench:
                 v = getattr(d, f"{name}_in__valid")
                 if q:
                     v.value = 1
-                    getattr(d, f"{name}_in__payload").value = pack(*q[0])
+                    getattr(d, f"{name}_in__payload").value = pack_wavelet(*q[0])
                 else:
                     v.value = 0
                 r = (ready or {}).get(p)
@@ -90,7 +101,7 @@ class Bench:
                     queues[p].pop(0)
                 if int(getattr(d, f"{name}_out__valid").value) and \
                         int(getattr(d, f"{name}_out__ready").value):
-                    delivered.append((t, p, unpack(int(getattr(d, f"{name}_out__payload").value))))
+                    delivered.append((t, p, unpack_wavelet(int(getattr(d, f"{name}_out__payload").value))))
             await FallingEdge(d.clk)
         for p in Port:
             getattr(d, f"{PORT_NAMES[p]}_in__valid").value = 0
@@ -111,15 +122,15 @@ async def config_readback(dut):
     b = Bench(dut)
     await b.start()
     rng = random.Random(cocotb.RANDOM_SEED)
-    table = {(c, p): rng.randrange(32) for c in range(b.C) for p in range(5)}
+    table = {(c, p): rng.randrange(1 << ROUTE_MASK_BITS) for c in range(b.C) for p in Port}
     for (c, p), mask in table.items():
         await b.write(route_addr(c, p), mask)
     for (c, p), mask in table.items():
         got = await b.read(route_addr(c, p))
         assert got == mask, f"route (color {c}, port {p}) reads {got:#x}, wrote {mask:#x}"
-    assert await b.read(ADDR_PARAMS) == b.C | (b.D << 8)
+    assert await b.read(ADDR_PARAMS) == ROUTER_PARAMS.pack(num_colors=b.C, vc_depth=b.D)
     assert await b.read(0x1F0) == 0, "unmapped address must read 0"
-    for p in range(5):
+    for p in Port:
         assert await b.read(ADDR_VC_BUSY + p) == 0, "idle router reports a busy channel"
         # Outputs are blocked for no color while idle (out registers empty, credits full).
         assert await b.read(ADDR_OUT_BLOCKED + p) == 0
@@ -137,20 +148,20 @@ async def config_errors(dut):
     # A mask with bits above bit 4.
     await b.write(route_addr(1, Port.E), 0x25)
     code = model.write_route(0, 0, 1, Port.E, 0x25)
-    assert code == BAD_ROUTE
-    assert await b.error_status() == (BAD_ROUTE, 1, Port.E)
+    assert code == ErrorCode.BAD_ROUTE
+    assert await b.error_status() == (ErrorCode.BAD_ROUTE, 1, Port.E)
     assert await b.read(route_addr(1, Port.E)) == 1 << Port.W, "a bad write changed the table"
     # Sticky: a second error does not overwrite the first.
     await b.write(0x1F0, 1)
-    assert await b.error_status() == (BAD_ROUTE, 1, Port.E)
+    assert await b.error_status() == (ErrorCode.BAD_ROUTE, 1, Port.E)
     await b.write(ADDR_ERROR, 0)
     assert await b.error_status() is None, "write to the status register must clear it"
     await b.write(0x1F0, 1)
-    assert await b.error_status() == (BAD_ADDR, 0, 0)
+    assert await b.error_status() == (ErrorCode.BAD_ADDR, 0, 0)
     await b.write(ADDR_ERROR, 0)
     if b.C < 32:
         await b.write(route_addr(b.C, Port.N), 1)   # a color the router does not have
-        assert await b.error_status() == (BAD_ADDR, 0, 0)
+        assert await b.error_status() == (ErrorCode.BAD_ADDR, 0, 0)
         await b.write(ADDR_ERROR, 0)
 
 
@@ -165,14 +176,14 @@ async def unrouted_and_bad_colors(dut):
     w0, w1 = (0x12345678, C - 1, 1), (0x9ABCDEF0, C - 1, 0)
     acc, dl = await b.traffic({Port.N: [w0, w1]}, 6)
     assert acc[Port.N] == [0, 1] and dl == [], "unrouted wavelets must be held, not delivered"
-    assert await b.error_status() == (NO_ROUTE, C - 1, Port.N)
+    assert await b.error_status() == (ErrorCode.NO_ROUTE, C - 1, Port.N)
     assert await b.read(ADDR_VC_BUSY + Port.N) == 1 << (C - 1), "held wavelet not in its channel"
     await b.write(ADDR_ERROR, 0)
     # Route it to the RAMP, but keep the RAMP output stalled: the channel is busy and routed.
     await b.write(route_addr(C - 1, Port.N), 1 << Port.RAMP)
     acc, dl = await b.traffic({}, 4, ready={Port.RAMP: lambda t: False})
     await b.write(route_addr(C - 1, Port.N), 1 << Port.E)
-    assert await b.error_status() == (BUSY_REWRITE, C - 1, Port.N)
+    assert await b.error_status() == (ErrorCode.BUSY_REWRITE, C - 1, Port.N)
     assert await b.read(route_addr(C - 1, Port.N)) == 1 << Port.RAMP
     await b.write(ADDR_ERROR, 0)
     acc, dl = await b.traffic({}, 3)
@@ -183,7 +194,7 @@ async def unrouted_and_bad_colors(dut):
         acc, dl = await b.traffic({Port.W: ws}, 8)
         assert acc[Port.W] == [0, 1, 2]
         assert [w for _, _, w in dl] == ws[1:], f"only the in-range colors may leave: {dl}"
-        assert await b.error_status() == (BAD_COLOR, C, Port.W)
+        assert await b.error_status() == (ErrorCode.BAD_COLOR, C, Port.W)
 
 
 @cocotb.test()
@@ -193,7 +204,7 @@ async def zero_load_and_multicast(dut):
     b = Bench(dut)
     await b.start()
     model = FabricModel(1, 1, b.C, b.D)
-    for port, mask in ((Port.W, 1 << Port.E), (Port.RAMP, 0x1F)):
+    for port, mask in ((Port.W, 1 << Port.E), (Port.RAMP, route_mask(Port))):
         await b.write(route_addr(0, port), mask)
         model.write_route(0, 0, 0, port, mask)
     stream = [(i, 0, i & 1) for i in range(40)]

@@ -10,13 +10,14 @@ from pathlib import Path
 import cocotb
 from cocotb.triggers import ClockCycles, RisingEdge
 
+from arch.wavelet import WAVELET_BITS
 from models.skid_buffer import SkidBufferModel
 from sim.kit import params
 from sim.kit.clocking import reset
 from sim.kit.scoreboard import InOrderScoreboard
 from sim.kit.stream import StreamDriver, StreamMonitor, recorded, replay_closed_loop
 
-WIDTH = 38
+WIDTH = WAVELET_BITS
 
 
 async def _run(dut, n, gap_prob, stall_prob, seed):

@@ -17,6 +17,7 @@ import cocotb
 import numpy as np
 from cocotb.triggers import FallingEdge
 
+from arch.wavelet import TAGGED_BITS, pack_tagged, unpack_tagged
 from models.swarmx import NodeCycleModel, SwarmxTiming, TreeCycleModel, node_reduce_latency, reduce_bits, reduce_last
 from sim.kit import params
 from sim.kit.clocking import reset
@@ -119,7 +120,7 @@ class Lockstep:
                 if not r_offer[c] and r_next[c] < len(reduce_words[c]) and rng.random() >= reduce_gap[c]:
                     r_offer[c] = True
                     k = r_next[c]
-                    self.rin[c][2].value = int(reduce_words[c][k]) | (int(reduce_last_flags[c][k]) << 32)
+                    self.rin[c][2].value = pack_tagged(int(reduce_words[c][k]), int(reduce_last_flags[c][k]))
                 self.rin[c][0].value = int(r_offer[c])
             bout_ready = [rng.random() >= child_stall[c] for c in range(n)]
             rout_ready = [rng.random() >= root_stall for _ in range(P)]
@@ -155,7 +156,7 @@ class Lockstep:
                 if valid:
                     word = int(self.rout[p][2].value)
                     k, last = m_rout[p]
-                    want = int(golden[p][k]) | (int(last) << 32)
+                    want = pack_tagged(int(golden[p][k]), int(last))
                     assert word == want, (f"{where}: reduce_out[{p}] word {k}: {word:#011x}, "
                                           f"golden {want:#011x}")
                     if rout_ready[p]:
@@ -193,16 +194,16 @@ class Lockstep:
         for p, g in enumerate(self.groups):
             for c in g:
                 assert rec["bout_words"][c] == [int(w) for w in bcast_words[p]], f"bcast_out[{c}] content"
-            words = np.asarray(rec["rout_words"][p], dtype=np.uint64)
-            assert (words & 0xFFFFFFFF).astype(np.uint32).tolist() == golden[p].tolist(), \
+            data, lasts = unpack_tagged(np.asarray(rec["rout_words"][p], dtype=np.uint64))
+            assert data.astype(np.uint32).tolist() == golden[p].tolist(), \
                 f"reduce_out[{p}] numbers differ from the tree order"
             last, _ = reduce_last(np.asarray([reduce_last_flags[c] for c in g]))
-            assert ((words >> 32) & 1).astype(bool).tolist() == last.tolist(), f"reduce_out[{p}] last flags"
+            assert lasts.astype(bool).tolist() == last.tolist(), f"reduce_out[{p}] last flags"
         return rec
 
 
 def _stimulus(rng, groups, n, words):
-    bcast = [[int(x) for x in rng.integers(0, 1 << 33, words, dtype=np.uint64)] for _ in groups]
+    bcast = [[int(x) for x in rng.integers(0, 1 << TAGGED_BITS, words, dtype=np.uint64)] for _ in groups]
     data = random_fp32(rng, n, words)
     lasts = []
     for g in groups:

@@ -70,7 +70,7 @@ async def run_kernel(dut):
 def forward_kernel_setup(cfg, *, rows, cols, m, k, seed, mesh=True):
     """Bench parameters and expectations of the forward micro-kernel (models.pe.forward_kernel)
     on a ``rows x cols`` ``Mesh`` of PE cores (``mesh=True``, ``cfg.mesh_rows/cols`` must match,
-    built with ``tile_addr_bits=mesh_tile_addr_bits(cfg)``)
+    built with ``tile_addr_bits=mesh_tile_addr_bits(cfg.sram_words, cfg.num_tasks)``)
     or on one ``tile`` (``rows = cols = 1``, ``mesh=False``).
 
     Returns ``(params, expect)``; ``expect`` holds ``outputs`` (words per output prefix, from
@@ -78,11 +78,11 @@ def forward_kernel_setup(cfg, *, rows, cols, m, k, seed, mesh=True):
     value is only recorded), ``plan``, ``w16``, ``x16``, ``a16`` (the bf16 results)."""
     import numpy as np
 
-    from hdl.mesh import tile_address
-    from hdl.pe_core import STATUS, core_map
-    from hdl.router import route_addr
-    from hdl.tile import CORE_BASE, mesh_tile_addr_bits
-    from hdl.wavelet import Port
+    from arch.pe_map import STATUS, desc_addr, descriptor_writes, encode, status_base
+    from arch.ports import Port
+    from arch.router_map import route_addr, route_mask
+    from arch.tile_map import CORE_BASE, mesh_tile_addr_bits, tile_address
+    from arch.wavelet import pack_wavelet
     from models import pe
     from models.numerics import bf16_bits
     from models.pipeline import kernels
@@ -94,12 +94,12 @@ def forward_kernel_setup(cfg, *, rows, cols, m, k, seed, mesh=True):
     w16 = bf16_bits((rng.standard_normal((m, k)) * 0.5).astype(np.float32))
     x16 = bf16_bits((rng.standard_normal((k, batch)) * 2).astype(np.float32))
     a16 = kernels.relu_bf16(kernels.forward(w16, x16, (rows, cols)))
-    stat = core_map(cfg)[1]
+    stat = status_base(S, cfg.num_tasks)
 
-    bits = mesh_tile_addr_bits(cfg)
+    bits = mesh_tile_addr_bits(S, cfg.num_tasks)
 
     def addr(p, q, local):
-        return tile_address(cfg, p, q, local, bits) if mesh else local
+        return tile_address(cfg.mesh_cols, p, q, local, bits) if mesh else local
 
     def sfx(index):
         return f"__{index}" if mesh else ""
@@ -107,15 +107,13 @@ def forward_kernel_setup(cfg, *, rows, cols, m, k, seed, mesh=True):
     writes, reads, expect_reads = [], [], []
     for (p, q), info in sorted(plan["pes"].items()):
         for color, inp, outs in plan["routes"][(p, q)]:
-            mask = sum(1 << Port[o] for o in outs)
-            writes.append([addr(p, q, route_addr(color, Port[inp])), mask])
+            writes.append([addr(p, q, route_addr(color, Port[inp])), route_mask(outs)])
         xs = x16[info["k"].start:info["k"].stop, p * L:(p + 1) * L].astype(np.uint32) << 16
         for i, word in enumerate(xs.ravel()):
             writes.append([addr(p, q, CORE_BASE + info["x_base"] + i), int(word)])
         for t in sorted(info["descs"], reverse=True):
-            words = pe.encode(**info["descs"][t])
-            for w in (1, 2, 3, 4, 5, 0):
-                writes.append([addr(p, q, CORE_BASE + pe.desc_addr(S, t, w)), words[w]])
+            writes += [list(w) for w in descriptor_writes(addr(p, q, CORE_BASE + desc_addr(S, t)),
+                                                          encode(**info["descs"][t]))]
         own = info["own"]
         kept = a16[own.start:own.stop, p * L:(p + 1) * L].astype(np.uint32) << 16
         for i, word in enumerate(kept.ravel()):
@@ -129,12 +127,12 @@ def forward_kernel_setup(cfg, *, rows, cols, m, k, seed, mesh=True):
         expect_reads.append(0)
     inputs = {}
     for q in range(cols):
-        inputs[f"n_in{sfx(q)}"] = [(pe.COLOR_W << 32) | (int(w16[mm, kk]) << 16)
+        inputs[f"n_in{sfx(q)}"] = [pack_wavelet(int(w16[mm, kk]) << 16, pe.COLOR_W)
                                    for mm in range(m) for kk in plan["k_slices"][q]]
     side = plan["edge_out"].lower()
     outputs = {}
     for p in range(rows):
-        outputs[f"{side}_out{sfx(p)}"] = [(pe.COLOR_RESULT << 32) | (int(v) << 16)
+        outputs[f"{side}_out{sfx(p)}"] = [pack_wavelet(int(v) << 16, pe.COLOR_RESULT)
                                           for v in a16[:, p * L:(p + 1) * L].ravel()]
     accept = ([f"{sd}_accept{sfx(i)}" for sd, n in (("n", cols), ("s", cols), ("w", rows),
                                                     ("e", rows)) for i in range(n)])

@@ -19,22 +19,27 @@ players finished; ``run_cycles``: cycles from ``go`` until ``done``'s condition 
 """
 
 from amaranth import Module, Signal
-from amaranth.lib import data, wiring
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from arch.config_bus import ADDR_BITS, WORD_BITS, WORD_MASK
+from arch.layout import BitLayout
+from hdl.layouts import struct_layout
 from hdl.system import System
 from hdl.wavelet import TaggedWord, Wavelet
 
 from .stream_player import StreamPlayer, StreamRecorder
 
-__all__ = ["RtlSystemHarness", "CfgWrite", "cfg_word"]
+__all__ = ["RtlSystemHarness", "CFG_WRITE", "CfgWrite", "cfg_word"]
 
-CfgWrite = data.StructLayout({"addr": 16, "data": 32})
+# A configuration player's memory word: one bus write.
+CFG_WRITE = BitLayout("configuration write", ("addr", ADDR_BITS), ("data", WORD_BITS))
+CfgWrite = struct_layout(CFG_WRITE)
 
 
 def cfg_word(addr, value):
-    """A configuration player's memory word for ``(addr, value)``."""
-    return (int(addr) & 0xFFFF) | ((int(value) & 0xFFFFFFFF) << 16)
+    """A configuration player's memory word for ``(addr, value)`` (both wrapped to their widths)."""
+    return CFG_WRITE.pack(addr=int(addr) & ((1 << ADDR_BITS) - 1), data=int(value) & WORD_MASK)
 
 
 class RtlSystemHarness(wiring.Component):

@@ -3,9 +3,9 @@ from a cocotb bench: written and read through VPI while no simulated time passes
 
 import numpy as np
 
-__all__ = ["LAST", "load_words", "read_words", "tagged_words"]
+from arch.wavelet import pack_tagged
 
-LAST = 1 << 32  # the ``last`` bit of a tagged word ``{data: 32, last: 1}``
+__all__ = ["load_words", "read_words", "tagged_words"]
 
 
 def load_words(mem, words):
@@ -20,10 +20,10 @@ def read_words(mem, count):
 
 
 def tagged_words(arrays):
-    """Concatenate per-layer word arrays into tagged words, ``last`` on each array's final word."""
+    """Concatenate per-layer word arrays into tagged words (uint64), ``last`` on each array's
+    final word."""
     out = []
     for a in arrays:
-        w = np.asarray(a, dtype=np.uint64).ravel().copy()
-        w[-1] |= LAST
-        out.append(w)
+        a = np.asarray(a).ravel()
+        out.append(pack_tagged(a, np.arange(len(a)) == len(a) - 1))
     return np.concatenate(out)

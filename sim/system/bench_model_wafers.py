@@ -28,6 +28,7 @@ import cocotb
 import numpy as np
 from cocotb.triggers import RisingEdge, with_timeout
 
+from arch.wavelet import unpack_tagged
 from hdl.fp32_add import Fp32Add
 from models.memoryx import export_safetensors
 from models.numerics import bits, f32, tree_sum
@@ -110,7 +111,7 @@ async def train(dut):
                 bad = int(np.flatnonzero(got != stream)[0])
                 raise AssertionError(f"step {step}: leaf {i} word {bad}: got {int(got[bad]):#x}, "
                                      f"sent {int(stream[bad]):#x}")
-            flat = (got & 0xFFFF).astype(np.uint16)
+            flat = (unpack_tagged(got)[0] & 0xFFFF).astype(np.uint16)     # bf16 in the low half
             received.append([a.reshape(run.dims[l + 1], run.dims[l]) for l, a in
                              enumerate(np.split(flat, np.cumsum(sizes)[:-1]))])
         first_in = int(dut.bcast_player.first_stamp.value)
@@ -142,7 +143,7 @@ async def train(dut):
         root_stamps = read_words(root.stamps, words)
         reduce_latency = int(root_stamps[0]) - first_in
         reduce_cycles = int(root_stamps[-1]) - first_in + 1
-        sums = np.split((got & 0xFFFFFFFF).astype(np.uint32), np.cumsum([sizes[l] for l in back])[:-1])
+        sums = np.split(unpack_tagged(got)[0].astype(np.uint32), np.cumsum([sizes[l] for l in back])[:-1])
         for l, s in zip(back, sums):
             mx.apply_gradient(names[l], f32(s).reshape(run.dims[l + 1], run.dims[l]))
 

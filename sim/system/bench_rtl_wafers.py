@@ -34,6 +34,7 @@ import cocotb
 import numpy as np
 from cocotb.triggers import RisingEdge, with_timeout
 
+from arch.wavelet import unpack_tagged, unpack_wavelet
 from compiler.wafer import compile_backward_data, compile_backward_weight, compile_forward, split_dx
 from hdl.fp32_add import Fp32Add
 from models.memoryx import export_safetensors
@@ -168,7 +169,7 @@ async def train(dut):
             phases.append(("forward", l, c, r, st, (len(progs[0].writes), progs[0].plan)))
             for i in range(n):
                 words = edge_words(east[i] if last else west[i], m * L)
-                rows = np.concatenate([(w & 0xFFFFFFFF).astype(np.uint32).reshape(m, L)
+                rows = np.concatenate([unpack_wavelet(w)[0].astype(np.uint32).reshape(m, L)
                                        for w in words], axis=1)
                 if last:
                     logits[i] = f32(rows)
@@ -203,11 +204,10 @@ async def train(dut):
                                     what=f"backward-weight layer {l}")
             phases.append(("backward-weight", l, c, r, st, (len(progs[0].writes),
                                                             progs[0].plan)))
-            got = read_words(dut.root_rec.mem, m * k)
-            lasts = (got >> 32) & 1
+            got, lasts = unpack_tagged(read_words(dut.root_rec.mem, m * k))
             assert lasts[-1] == 1 and not lasts[:-1].any(), \
                 f"step {step}: layer {l}: reduced gradient 'last' flags wrong"
-            grads[l] = f32((got & 0xFFFFFFFF).astype(np.uint32)).reshape(m, k)
+            grads[l] = f32(got.astype(np.uint32)).reshape(m, k)
             if dz_prev is not None:
                 dz = dz_prev
         for l in range(nl - 1, -1, -1):

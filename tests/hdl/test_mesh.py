@@ -5,11 +5,11 @@ import random
 
 import pytest
 
+from arch.ports import Port
+from arch.router_map import ADDR_ERROR, ADDR_VC_BUSY, ERROR_STATUS, ErrorCode, route_addr
 from hdl.config import Config, ConfigError
 from hdl.mesh import Mesh
-from hdl.router import ADDR_ERROR, route_addr
-from hdl.wavelet import Port
-from models.fabric import BAD_ROUTE, NO_ROUTE, FabricModel, walk, xy_routes, zero_load_latency
+from models.fabric import FabricModel, walk, xy_routes, zero_load_latency
 from sim.benches.mesh import Scenario, Traffic, random_flows, random_timing, random_traffic
 
 CFG = Config(num_colors=4, vc_depth=2)     # the 4x4 mesh under test: 4 colors, 2-deep VCs
@@ -147,9 +147,9 @@ def test_errors_and_readback(tmp_path):
         assert a == a2 and data == mask, f"address {a:#x} reads {data:#x}, wrote {mask:#x}"
     status = reads[len(addrs):]
     assert status[0][1] == 0 and status[0][2] == 0, "error before any bad write"
-    flag, code, port, color = status[1][1] & 1, (status[1][1] >> 1) & 7, (status[1][1] >> 4) & 7, \
-        status[1][1] >> 8
-    assert (flag, code, port, color) == (1, BAD_ROUTE, Port.W, 3) and status[1][2] == 1
+    err = ERROR_STATUS.unpack(status[1][1])
+    assert (err["flag"], err["code"], err["port"], err["color"]) == (1, ErrorCode.BAD_ROUTE, Port.W, 3)
+    assert status[1][2] == 1
     assert status[2][1] == addrs.get(sc.ports.addr(2, 1, route_addr(3, Port.W)), 0), \
         "a refused write changed the table"
     assert status[3][1] == 0 and status[3][2] == 0, "clear did not clear"
@@ -165,14 +165,15 @@ def test_unrouted_color_flags_and_holds(tmp_path):
     sc.set_routes(routes)
     sc.phase({src: [(5, 2, 0)]}, copies=0, stuck_ok=True)
     sc.program.read(sc.ports.addr(1, 2, ADDR_ERROR))
-    sc.program.read(sc.ports.addr(1, 2, 0x108 + Port.W))
+    sc.program.read(sc.ports.addr(1, 2, ADDR_VC_BUSY + Port.W))
     log = sc.run(tmp_path)
     assert log.delivered[0] == []
     (_, status, pin), (_, busy, _) = log.reads
-    assert pin == 1 and status & 1 and (status >> 1) & 7 == NO_ROUTE
-    assert (status >> 4) & 7 == Port.W and status >> 8 == 2
+    err = ERROR_STATUS.unpack(status)
+    assert pin == 1 and err["flag"] and err["code"] == ErrorCode.NO_ROUTE
+    assert err["port"] == Port.W and err["color"] == 2
     assert busy == 1 << 2, "the held wavelet is not in the (W, color 2) channel"
-    assert sc.model.errors[(1, 2)] == (NO_ROUTE, 2, Port.W)
+    assert sc.model.errors[(1, 2)] == (ErrorCode.NO_ROUTE, 2, Port.W)
 
 
 def test_deadlock_watchdog_dumps_what_is_stuck(tmp_path):
@@ -219,8 +220,8 @@ def test_mesh_with_cores_on_the_ramps():
     from amaranth.lib.wiring import In, Out
     from amaranth.sim import Simulator
 
+    from arch.tile_map import CORE_BASE, tile_address
     from hdl.config_bus import ConfigBus
-    from hdl.mesh import tile_address
     from hdl.wavelet import Wavelet
 
     class EchoCore(wiring.Component):
@@ -244,11 +245,12 @@ def test_mesh_with_cores_on_the_ramps():
     cfg = Config(num_colors=2, vc_depth=2, mesh_rows=1, mesh_cols=2)
     mesh = Mesh(cfg, core=lambda r, q: EchoCore())
     assert "ramp_in" not in mesh.signature.members and isinstance(mesh.cores[0][1], EchoCore)
-    writes = [(tile_address(cfg, 0, 0, route_addr(0, Port.W)), 1 << Port.E),
-              (tile_address(cfg, 0, 1, route_addr(0, Port.W)), 1 << Port.RAMP),
-              (tile_address(cfg, 0, 1, route_addr(1, Port.RAMP)), 1 << Port.W),
-              (tile_address(cfg, 0, 0, route_addr(1, Port.E)), 1 << Port.W),
-              (tile_address(cfg, 0, 1, 0x200), 1000)]
+    Q = cfg.mesh_cols
+    writes = [(tile_address(Q, 0, 0, route_addr(0, Port.W)), 1 << Port.E),
+              (tile_address(Q, 0, 1, route_addr(0, Port.W)), 1 << Port.RAMP),
+              (tile_address(Q, 0, 1, route_addr(1, Port.RAMP)), 1 << Port.W),
+              (tile_address(Q, 0, 0, route_addr(1, Port.E)), 1 << Port.W),
+              (tile_address(Q, 0, 1, CORE_BASE), 1000)]
     got = []
 
     async def bench(ctx):
@@ -258,7 +260,7 @@ def test_mesh_with_cores_on_the_ramps():
             ctx.set(mesh.cfg.we, 1)
             await ctx.tick()
         ctx.set(mesh.cfg.we, 0)
-        ctx.set(mesh.cfg.addr, tile_address(cfg, 0, 1, 0x200))
+        ctx.set(mesh.cfg.addr, tile_address(Q, 0, 1, CORE_BASE))
         await ctx.tick()
         assert ctx.get(mesh.cfg.rdata) == 1000, "core register not readable through the mesh"
         for i in range(10):

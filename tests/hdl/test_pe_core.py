@@ -7,9 +7,10 @@ import json
 import numpy as np
 import pytest
 
+from arch.pe_map import FAULT_STATUS, STATUS, Fault, Op, VecMode, status_base
+from arch.pe_map import done_addr as pe_done_addr
 from hdl.config import ConfigError, preset
-from hdl.pe_core import DONE_OFFSET, STATUS, PeCore, core_map
-from hdl.pe_descriptor import Fault, Op, VecMode
+from hdl.pe_core import PeCore
 from models.numerics import bf16_bits
 from models.pe import DEP_TO_TX_CYCLES
 from sim.benches.pe import Program, desc_writes, sram_writes
@@ -43,11 +44,11 @@ def fp32_words(rng, n):
 
 
 def status(cfg, name):
-    return core_map(cfg)[1] + STATUS[name]
+    return status_base(cfg.sram_words, cfg.num_tasks) + STATUS[name]
 
 
 def done_addr(cfg, t):
-    return core_map(cfg)[1] + DONE_OFFSET + t
+    return pe_done_addr(cfg.sram_words, cfg.num_tasks, t)
 
 
 def status_reads(cfg):
@@ -237,7 +238,7 @@ def test_faults():
               + desc_writes(cfg, 1, **dict(good, color=9)), reads=[fault])
     expected.append((Fault.COUNT, 2))
     for (code, t), reads in zip(expected, prog.expected_reads):
-        assert reads[0] == 1 | (int(code) << 1) | (t << 5), f"model fault for {code.name}"
+        assert reads[0] == FAULT_STATUS.pack(flag=1, code=code, index=t), f"model fault for {code.name}"
         if len(reads) > 1:
             assert not (reads[1] >> t) & 1, f"{code.name}: the illegal descriptor was started"
     # A chain into an illegal descriptor does not start it (its commit already faulted).

@@ -5,10 +5,10 @@ import random
 
 import pytest
 
+from arch.ports import Port
 from hdl.config import Config
 from hdl.router import Router
 from hdl.tops import build_top
-from hdl.wavelet import Port
 from models.fabric import FabricModel, walk
 from sim.benches.mesh import (
     FabricPorts,

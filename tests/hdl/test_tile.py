@@ -7,10 +7,11 @@ import json
 
 import pytest
 
+from arch.tile_map import mesh_tile_addr_bits
 from hdl.config import ConfigError, preset
 from hdl.mesh import Mesh
 from hdl.pe_core import PeCore
-from hdl.tile import Tile, mesh_tile_addr_bits
+from hdl.tile import Tile
 from sim.benches.tile import forward_kernel_setup
 from sim.kit.runner import run_bench
 
@@ -32,7 +33,7 @@ def run_mesh(rows, cols, m, k, seed, gap, stall):
     cfg = preset("tiny", mesh_rows=rows, mesh_cols=cols)
     params, expect = forward_kernel_setup(cfg, rows=rows, cols=cols, m=m, k=k, seed=seed)
     params.update(gap_prob=gap, stall_prob=stall)
-    top = Mesh(cfg, core=lambda r, q: PeCore(cfg), tile_addr_bits=mesh_tile_addr_bits(cfg))
+    top = Mesh(cfg, core=lambda r, q: PeCore(cfg), tile_addr_bits=mesh_tile_addr_bits(cfg.sram_words, cfg.num_tasks))
     test_dir = run_bench(top, f"pe_mesh_{rows}x{cols}", "sim.benches.tile", params=params)
     result = json.loads((test_dir / "result.json").read_text())
     check(result, params, expect)

@@ -8,6 +8,10 @@ import json
 import numpy as np
 import pytest
 
+from arch.pe_map import STATUS, status_base
+from arch.tile_map import CORE_BASE, mesh_tile_addr_bits, tile_address
+from arch.wafer_map import ADAPTER, adapter_base
+from arch.wavelet import pack_tagged
 from compiler.wafer import (
     WaferCompileError,
     compile_backward_data,
@@ -18,10 +22,7 @@ from compiler.wafer import (
     split_dx,
 )
 from hdl.config import ConfigError, preset
-from hdl.mesh import tile_address
-from hdl.pe_core import STATUS, core_map
-from hdl.tile import CORE_BASE, mesh_tile_addr_bits
-from hdl.wafer import ADAPTER, Wafer, adapter_base
+from hdl.wafer import Wafer
 from models.numerics import bf16_bits
 from models.pipeline import kernels
 from sim.kit.runner import run_bench
@@ -30,7 +31,7 @@ from sim.kit.runner import run_bench
 def weight_stream(w16):
     """SwarmX leaf words of one layer: bf16 in the low half, rows in order, last on the end."""
     flat = [int(v) for v in np.asarray(w16).ravel()]
-    return [v | ((i == len(flat) - 1) << 32) for i, v in enumerate(flat)]
+    return [pack_tagged(v, i == len(flat) - 1) for i, v in enumerate(flat)]
 
 
 # (2 x 3 with gaps: backward-data below; 1 x 2: the system bench's layers cover one-row chains.)
@@ -47,19 +48,19 @@ def test_wafer_forward(rows, cols, m, k, gap, stall):
     phase = compile_forward(cfg, m=m, k=k, batch=batch, x16=x16)
     expect = forward_expected_outputs(cfg, a16)
     side = phase.out_edge
-    bits = mesh_tile_addr_bits(cfg)
-    stat = core_map(cfg)[1]
+    bits = mesh_tile_addr_bits(cfg.sram_words, cfg.num_tasks)
+    stat = status_base(cfg.sram_words, cfg.num_tasks)
     reads, want = [], []
     for (p, q), info in sorted(phase.plan["pes"].items()):
         own = info["own"]
         kept = a16[own.start:own.stop, p * cfg.lanes:(p + 1) * cfg.lanes].astype(np.uint32) << 16
         for i, word in enumerate(kept.ravel()):
-            reads.append(tile_address(cfg, p, q, CORE_BASE + info["xn_base"] + i, bits))
+            reads.append(tile_address(cfg.mesh_cols, p, q, CORE_BASE + info["xn_base"] + i, bits))
             want.append(int(word))
         for reg, value in (("FAULT", 0), ("ACTIVE", 0), ("FMAC_CYCLES", m * len(info["k"]))):
-            reads.append(tile_address(cfg, p, q, CORE_BASE + stat + STATUS[reg], bits))
+            reads.append(tile_address(cfg.mesh_cols, p, q, CORE_BASE + stat + STATUS[reg], bits))
             want.append(value)
-    reads.append(adapter_base(cfg) + ADAPTER["W_TAKEN"])
+    reads.append(adapter_base() + ADAPTER["W_TAKEN"])
     want.append(m * k)
     params = {"writes": [list(w) for w in phase.writes],
               "inputs": {"weights": weight_stream(w16)},
@@ -110,9 +111,9 @@ def run_phase(cfg, name, phase, weights, outputs, reads, gap=0.0, stall=0.0):
 
 
 def status_reads(cfg, phase, **expected):
-    bits = mesh_tile_addr_bits(cfg)
-    stat = core_map(cfg)[1]
-    return [(tile_address(cfg, p, q, CORE_BASE + stat + STATUS[reg], bits), value)
+    bits = mesh_tile_addr_bits(cfg.sram_words, cfg.num_tasks)
+    stat = status_base(cfg.sram_words, cfg.num_tasks)
+    return [(tile_address(cfg.mesh_cols, p, q, CORE_BASE + stat + STATUS[reg], bits), value)
             for (p, q) in sorted(phase.plan["pes"]) for reg, value in expected.items()]
 
 
@@ -147,9 +148,9 @@ def test_wafer_backward_weight(rows, cols, m, k):
     _, x16, dz16 = random_layer(np.random.default_rng(rows * 7 + k), m, k, batch)
     phase = compile_backward_weight(cfg, m=m, k=k, batch=batch, x16=x16, dz16=dz16)
     dw = kernels.backward_weight(dz16, x16, (rows, cols)).view(np.uint32).ravel()
-    words = [int(v) | ((i == len(dw) - 1) << 32) for i, v in enumerate(dw)]
+    words = [pack_tagged(int(v), i == len(dw) - 1) for i, v in enumerate(dw)]
     reads = status_reads(cfg, phase, FAULT=0, ACTIVE=0)
-    reads.append((adapter_base(cfg) + ADAPTER["G_SENT"], m * k))
+    reads.append((adapter_base() + ADAPTER["G_SENT"], m * k))
     run_phase(cfg, f"wafer_bw_{rows}x{cols}", phase, [], {"grads": words}, reads,
               stall=0.3 if rows == 3 else 0.0)
 
@@ -163,14 +164,14 @@ def test_wafer_backward_data():
     w16, x16, dz16 = random_layer(np.random.default_rng(9), m, k, batch)
     phase = compile_backward_data(cfg, m=m, k=k, batch=batch, x16=x16, dz16=dz16)
     want = kernels.backward_data(w16, dz16, x16)
-    bits = mesh_tile_addr_bits(cfg)
+    bits = mesh_tile_addr_bits(cfg.sram_words, cfg.num_tasks)
     reads = []
     for (p, q), info in sorted(phase.plan["pes"].items()):
         kept = want[info["k"].start:info["k"].stop, p * L:(p + 1) * L].astype(np.uint32) << 16
-        reads += [(tile_address(cfg, p, q, CORE_BASE + info["dx_base"] + i, bits), int(v))
+        reads += [(tile_address(cfg.mesh_cols, p, q, CORE_BASE + info["dx_base"] + i, bits), int(v))
                   for i, v in enumerate(kept.ravel())]
     reads += status_reads(cfg, phase, FAULT=0, ACTIVE=0)
-    reads.append((adapter_base(cfg) + ADAPTER["W_TAKEN"], m * k))
+    reads.append((adapter_base() + ADAPTER["W_TAKEN"], m * k))
     edges = {f"west_out__{p}": k * L for p in range(cfg.mesh_rows)}
     result = run_phase(cfg, "wafer_bd", phase, weight_stream(np.asarray(w16).T), edges, reads,
                        gap=0.2)

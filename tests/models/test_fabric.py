@@ -5,12 +5,9 @@ import random
 
 import pytest
 
-from hdl.wavelet import Port
+from arch.ports import Port
+from arch.router_map import ErrorCode
 from models.fabric import (
-    BAD_ADDR,
-    BAD_ROUTE,
-    BUSY_REWRITE,
-    NO_ROUTE,
     Deadlock,
     FabricModel,
     boundary_ports,
@@ -105,7 +102,7 @@ def test_unrouted_wavelet_is_held_then_delivered():
     model = FabricModel(1, 1, 2, 2)
     src = (0, 0, Port.N)
     acc, dl = model.run({src: [(1, 1, 0)]}, stuck_ok=True, stall_limit=5)
-    assert dl == [] and model.errors[(0, 0)] == (NO_ROUTE, 1, Port.N)
+    assert dl == [] and model.errors[(0, 0)] == (ErrorCode.NO_ROUTE, 1, Port.N)
     assert model.write_route(0, 0, 1, Port.N, 1 << Port.S) == 0
     model.clear_error(0, 0)
     _, dl = model.run({})
@@ -114,15 +111,15 @@ def test_unrouted_wavelet_is_held_then_delivered():
 
 def test_config_errors():
     model = FabricModel(1, 1, 2, 2)
-    assert model.write_route(0, 0, 0, Port.E, 0x20) == BAD_ROUTE
-    assert model.errors[(0, 0)] == (BAD_ROUTE, 0, Port.E)
+    assert model.write_route(0, 0, 0, Port.E, 0x20) == ErrorCode.BAD_ROUTE
+    assert model.errors[(0, 0)] == (ErrorCode.BAD_ROUTE, 0, Port.E)
     model.clear_error(0, 0)
-    assert model.write_route(0, 0, 2, Port.E, 1) == BAD_ADDR
+    assert model.write_route(0, 0, 2, Port.E, 1) == ErrorCode.BAD_ADDR
     model.clear_error(0, 0)
     model.write_route(0, 0, 0, Port.E, 1 << Port.W)
     model.run({(0, 0, Port.E): [(i, 0, 0) for i in range(3)]},
               ready={(0, 0, Port.W): lambda t: False}, stuck_ok=True, stall_limit=5)
-    assert model.write_route(0, 0, 0, Port.E, 1 << Port.S) == BUSY_REWRITE
+    assert model.write_route(0, 0, 0, Port.E, 1 << Port.S) == ErrorCode.BUSY_REWRITE
     assert model.routes[(0, 0)][0][Port.E] == 1 << Port.W
     with pytest.raises(ValueError, match="num_colors"):
         FabricModel(1, 1, 33, 2)

@@ -1,12 +1,10 @@
-"""The golden PE model (models/pe.py) against the pinned kernels (models/pipeline/kernels.py) and
-the descriptor format of the RTL (hdl/pe_descriptor.py)."""
+"""The golden PE model (models/pe.py) against the pinned kernels (models/pipeline/kernels.py);
+descriptors in the shared format (arch/pe_map.py)."""
 
 import numpy as np
 import pytest
-from amaranth.lib import data
 
-from hdl.pe_descriptor import Descriptor, Fault, Op, VecMode
-from hdl.pe_descriptor import encode as hdl_encode
+from arch.pe_map import STATUS, Fault, Op, VecMode, desc_addr, descriptor_writes, encode, status_base
 from models import pe
 from models.numerics import bf16_bits
 from models.pipeline import kernels
@@ -24,40 +22,13 @@ def model():
 
 
 def program(mdl, t, **fields):
-    words = pe.encode(**fields)
-    for w in (1, 2, 3, 4, 5, 0):
-        mdl.cfg_write(pe.desc_addr(S, t, w), words[w])
+    for addr, word in descriptor_writes(desc_addr(S, t), encode(**fields)):
+        mdl.cfg_write(addr, word)
 
 
 def load(mdl, base, words):
     for i, w in enumerate(np.asarray(words, dtype=np.uint32).ravel()):
         mdl.cfg_write(base + i, int(w))
-
-
-def test_layout_matches_rtl_struct():
-    layout = data.Layout.cast(Descriptor)
-    rtl = [(name, f.offset, f.width) for name, f in layout]
-    offset, mine = 0, []
-    for name, width in pe.DESC_FIELDS:
-        mine.append((name, offset, width))
-        offset += width
-    assert mine == rtl
-    assert pe.OP == {o.name: o.value for o in Op}
-    assert pe.VMODE == {v.name: v.value for v in VecMode}
-    assert pe.FAULT == {f.name: f.value for f in Fault}
-
-
-def test_encoders_agree_and_roundtrip():
-    rng = np.random.default_rng(0)
-    for _ in range(50):
-        fields = {name: int(rng.integers(0, 1 << width)) for name, width in pe.DESC_FIELDS}
-        words = pe.encode(**fields)
-        assert words == hdl_encode(**fields)
-        assert pe.decode(words) == fields
-    with pytest.raises(ValueError, match="count"):
-        pe.encode(count=1 << 16)
-    with pytest.raises(ValueError, match="bogus"):
-        hdl_encode(bogus=1)
 
 
 def test_fmac_rows_equal_kernel_forward():
@@ -167,12 +138,12 @@ def test_descriptor_checks(fields, code):
     if code is None:
         assert mdl.fault is None and (mdl.active[2] or mdl.done[2] == fields["reps"])
     else:
-        assert mdl.fault == (pe.FAULT[code], 2) and not mdl.active[2]
+        assert mdl.fault == (Fault[code], 2) and not mdl.active[2]
         mdl.wavelet(5, 0)                                      # a later fault does not replace it
-        assert mdl.fault == (pe.FAULT[code], 2)
-        mdl.cfg_write(pe.status_base(S, T) + pe.STATUS["FAULT"], 0)
+        assert mdl.fault == (Fault[code], 2)
+        mdl.cfg_write(status_base(S, T) + STATUS["FAULT"], 0)
         mdl.wavelet(5, 0)
-        assert mdl.fault == (pe.FAULT["UNBOUND"], 5)
+        assert mdl.fault == (Fault.UNBOUND, 5)
 
 
 def backward_data_program(mdl, M, K):

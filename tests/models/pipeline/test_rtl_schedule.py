@@ -120,16 +120,15 @@ def test_simulation_against_the_formulas(P, Q):
 
 def test_commit_cycles_follow_the_compiler_write_order():
     """Commit write indices computed from counts equal the addresses' positions in the writes."""
+    from arch.pe_map import desc_addr
+    from arch.tile_map import CORE_BASE, mesh_tile_addr_bits, tile_address
     from hdl.config import preset
-    from hdl.mesh import tile_address
-    from hdl.tile import CORE_BASE, mesh_tile_addr_bits
-    from models import pe
     cfg = preset("system", mesh_rows=2, mesh_cols=2, swarmx_leaves=2).replace(sram_words=4096)
     hw = rs.RtlHardware(mesh_rows=2, mesh_cols=2, lanes=4, systems=2)
     ph = _compiled(2, 2, "backward-weight", 10, 32)
     index = {a: i for i, (a, _) in enumerate(ph.writes)}     # last write of an address wins
-    bits = mesh_tile_addr_bits(cfg)
-    want = {pq: {t: index[tile_address(cfg, *pq, CORE_BASE + pe.desc_addr(4096, t, 0), bits)]
+    bits = mesh_tile_addr_bits(cfg.sram_words, cfg.num_tasks)
+    want = {pq: {t: index[tile_address(cfg.mesh_cols, *pq, CORE_BASE + desc_addr(4096, t, 0), bits)]
                  for t in info["descs"]} for pq, info in ph.plan["pes"].items()}
     assert rs.commit_cycles(ph.plan, len(ph.writes), hw) == want
 
