@@ -1,16 +1,22 @@
 """Layer compiler for the RTL wafer (:class:`hdl.wafer.Wafer`): from a layer shape, a mesh
 (``Config``) and a batch, the configuration writes (route tables, SRAM contents, descriptors,
-adapter registers) of a phase for every tile, following docs/architecture.md#layer-mapping and the orders of
-``models/pipeline/kernels.py`` (the per-PE programs come from ``models.pe``).
+adapter registers) of a phase for every tile, following docs/architecture.md#layer-mapping and the
+orders of ``models/pipeline/kernels.py`` (the per-PE programs come from ``models.pe``).
 
 The addresses and word formats come from the architecture's maps (``arch.tile_map``,
 ``arch.router_map``, ``arch.pe_map``, ``arch.wafer_map``, ``arch.wavelet``). Configurations the
 hardware cannot honour raise :class:`WaferCompileError` naming the limit.
 
-Phases compiled today: **forward** (``Z = W X``, ReLU + bf16 at the east PE of each row; the
-results leave row ``p`` at its west edge, or east for a one-column mesh, one vector of ``lanes``
-words per output row ``m``, and each PE keeps ``A[own_q, B_p]`` in SRAM, where the next layer's
-forward finds its ``X[K_q, B_p]``).
+Phases (docs/wafer.md):
+
+* **forward** (:func:`compile_forward`): ``Z = W X``, FMAC over ``X[K_q, B_p]``, psum chain west
+  to east, ReLU + bf16 at the east PE of each row; results leave row ``p`` at its west edge (east
+  for a one-column mesh) and each PE keeps ``A[own_q, B_p]`` where the next layer finds its
+  ``X[K_q, B_p]``; the last layer sends fp32 logits out of the east edge unrounded.
+* **backward-data** (:func:`compile_backward_data`): ``W`` streamed transposed, FMAC over the
+  stored ``dZ[M, B_p]``, VEC MASK + bf16; ``dZ_prev`` of column ``q`` leaves the west edge.
+* **backward-weight** (:func:`compile_backward_weight`): VEC DOT partials per output row, summed
+  south to north down each column, out of the north edge into the gradient mux.
 """
 
 from dataclasses import dataclass, field

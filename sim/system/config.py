@@ -1,4 +1,4 @@
-"""Options of the system simulation (``make sim``), validated, with the defaults of the issue."""
+"""Options of the system simulation (``make sim``), validated, with their defaults."""
 
 import dataclasses
 from dataclasses import dataclass
