@@ -29,6 +29,7 @@ of the first layer.
 
 from dataclasses import dataclass
 
+from .errors import ConfigError
 from .optimizers import Optimizer
 
 __all__ = ["bytes_per_parameter", "update_bytes_per_parameter", "plan_capacity", "plan_bandwidth",
@@ -47,7 +48,7 @@ SEED_EXAMPLE = {"capacity_bytes": 2.4e15, "parameters": 120e12, "bytes_per_param
 
 def _optimizer(opt):
     if not isinstance(opt, Optimizer):
-        raise ValueError(f"expected an optimizer instance (SGD, Momentum, Adam, AdamW), got {opt!r}")
+        raise ConfigError(f"expected an optimizer instance (SGD, Momentum, Adam, AdamW), got {opt!r}")
     return opt
 
 
@@ -73,7 +74,7 @@ def update_bytes_per_parameter(optimizer):
 def max_parameters(capacity_bytes, bytes_per_param):
     """Largest whole number of parameters that fit in ``capacity_bytes``."""
     if bytes_per_param <= 0:
-        raise ValueError(f"bytes_per_param must be > 0, got {bytes_per_param}")
+        raise ConfigError(f"bytes_per_param must be > 0, got {bytes_per_param}")
     return int(capacity_bytes // bytes_per_param)
 
 
@@ -94,11 +95,11 @@ def plan_capacity(parameters, optimizer_or_bytes, dram_bytes, flash_bytes=0.0):
     """Does a model of ``parameters`` fit in DRAM + flash? ``optimizer_or_bytes`` is an optimizer
     (its exact bytes per parameter) or a number of bytes per parameter."""
     if parameters < 0 or dram_bytes < 0 or flash_bytes < 0:
-        raise ValueError("parameters and tier sizes must be >= 0")
+        raise ConfigError("parameters and tier sizes must be >= 0")
     bpp = (bytes_per_parameter(optimizer_or_bytes)["total"] if isinstance(optimizer_or_bytes, Optimizer)
            else float(optimizer_or_bytes))
     if bpp <= 0:
-        raise ValueError(f"bytes per parameter must be > 0, got {bpp}")
+        raise ConfigError(f"bytes per parameter must be > 0, got {bpp}")
     need = parameters * bpp
     cap = dram_bytes + flash_bytes
     return CapacityPlan(parameters=int(parameters), bytes_per_parameter=bpp, bytes_needed=need,
@@ -137,7 +138,7 @@ def plan_bandwidth(parameters, optimizer, samples_per_wafer, wafer_flops, n_wafe
     """
     if parameters <= 0 or samples_per_wafer <= 0 or wafer_flops <= 0 or not 0 < utilization <= 1 \
             or n_wafers < 1:
-        raise ValueError("need parameters, samples_per_wafer, wafer_flops > 0, n_wafers >= 1 and "
+        raise ConfigError("need parameters, samples_per_wafer, wafer_flops > 0, n_wafers >= 1 and "
                          "0 < utilization <= 1")
     rate = wafer_flops * utilization
     fwd = 2.0 * parameters * samples_per_wafer / rate

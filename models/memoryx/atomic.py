@@ -3,14 +3,22 @@
 The file is written under a temporary name in the target directory, flushed and ``fsync``-ed,
 renamed over the target with ``os.replace`` (atomic on POSIX) and the directory is ``fsync``-ed. A
 crash at any moment leaves either the previous file or the new one at ``path``, never a mix; a stray
-``.<name>.tmp.*`` file may remain and is ignored.
+``.<name>.tmp.*`` file may remain and is ignored. An operating-system failure (missing directory, disk
+full, permissions) raises :class:`~models.memoryx.errors.StorageError` naming ``path``, after the
+temporary file is removed.
 """
 
 import os
 import uuid
 from pathlib import Path
 
+from .errors import StorageError
+
 __all__ = ["atomic_write"]
+
+
+def _storage_error(path, e):
+    return StorageError(f"cannot write {path}: {e.strerror or e}")
 
 
 def atomic_write(path, write):
@@ -24,11 +32,20 @@ def atomic_write(path, write):
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except StorageError:
+        tmp.unlink(missing_ok=True)
+        raise
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise _storage_error(path, e) from e
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
     try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    except OSError as e:
+        raise _storage_error(path.parent, e) from e

@@ -14,6 +14,8 @@ import math
 
 import numpy as np
 
+from .errors import ConfigError
+
 __all__ = ["INITIALIZERS", "initialize"]
 
 
@@ -59,7 +61,7 @@ INITIALIZERS = {"zeros": _zeros, "ones": _ones, "normal": _gpt_normal,
 def initialize(name, shape, seed=0):
     """float32 array of ``shape`` from initializer ``name`` with ``seed``."""
     if name not in INITIALIZERS:
-        raise ValueError(f"unknown initializer {name!r}; known: {', '.join(INITIALIZERS)}")
+        raise ConfigError(f"unknown initializer {name!r}; known: {', '.join(INITIALIZERS)}")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"initializer seed must be a non-negative int, got {seed!r}")
+        raise ConfigError(f"initializer seed must be a non-negative int, got {seed!r}")
     return INITIALIZERS[name](tuple(shape), np.random.default_rng(int(seed)))

@@ -5,13 +5,15 @@ common ones, computed in binary64 (the optimizer rounds its coefficients to fp32
 
 import math
 
+from .errors import ConfigError
+
 __all__ = ["constant", "linear_warmup_cosine", "step_decay"]
 
 
 def _check(name, value, low=0.0):
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
             or value < low:
-        raise ValueError(f"schedule parameter {name} must be a finite number >= {low}, got {value!r}")
+        raise ConfigError(f"schedule parameter {name} must be a finite number >= {low}, got {value!r}")
 
 
 def constant(lr):
@@ -27,7 +29,7 @@ def linear_warmup_cosine(base_lr, warmup_steps, total_steps, min_lr=0.0):
     _check("min_lr", min_lr)
     if not (isinstance(warmup_steps, int) and isinstance(total_steps, int)
             and 0 <= warmup_steps < total_steps):
-        raise ValueError(f"need ints 0 <= warmup_steps < total_steps, got {warmup_steps!r}, {total_steps!r}")
+        raise ConfigError(f"need ints 0 <= warmup_steps < total_steps, got {warmup_steps!r}, {total_steps!r}")
 
     def lr(t):
         if t <= warmup_steps:
@@ -44,5 +46,5 @@ def step_decay(base_lr, gamma, every):
     _check("base_lr", base_lr)
     _check("gamma", gamma)
     if not (isinstance(every, int) and every >= 1):
-        raise ValueError(f"every must be an int >= 1, got {every!r}")
+        raise ConfigError(f"every must be an int >= 1, got {every!r}")
     return lambda t: base_lr * gamma ** ((t - 1) // every)

@@ -15,6 +15,17 @@ DRAM), ``evictions``, ``bytes_in`` (flash to DRAM), ``bytes_out`` (DRAM to flash
 flash ``reads``, ``writes``, ``bytes_read``, ``bytes_written`` and ``direct`` (accesses served
 from the memory map: a whole-tensor acquire counts the whole tensor read, and written again on a
 dirty release; :meth:`TieredStore.read_rows` counts only the rows it reads).
+
+Streaming access (checkpoints, safetensors, restore): :meth:`TieredStore.create` makes a zero tensor
+without a source array (on flash: a sparse file), :meth:`TieredStore.iter_chunks` yields read-only
+views of a tensor chunk by chunk (from DRAM when cached, else straight from the memory map, without
+caching it) and :meth:`TieredStore.write_range` writes a range of elements the same way. None of them
+allocates more than the chunk the caller passes, so a store larger than its DRAM budget is saved and
+restored within the budget plus a bounded number of chunks.
+
+Errors: misuse (unknown key, release without acquire, duplicate key) raises
+:class:`~models.memoryx.errors.TierError`, a bad budget :class:`~models.memoryx.errors.ConfigError`, and
+a failing flash file :class:`~models.memoryx.errors.StorageError` naming the path.
 """
 
 import shutil
@@ -23,6 +34,8 @@ from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
+
+from .errors import ConfigError, StorageError, TierError
 
 __all__ = ["TieredStore", "TierCounters"]
 
@@ -46,8 +59,8 @@ class TieredStore:
         if dram_budget_bytes is not None:
             if isinstance(dram_budget_bytes, bool) or not isinstance(dram_budget_bytes, (int, np.integer)) \
                     or dram_budget_bytes < 0:
-                raise ValueError(f"dram_budget_bytes must be a non-negative int or None, "
-                                 f"got {dram_budget_bytes!r}")
+                raise ConfigError(f"dram_budget_bytes must be a non-negative int or None, "
+                                  f"got {dram_budget_bytes!r}")
             dram_budget_bytes = int(dram_budget_bytes)
         self.budget = dram_budget_bytes
         self._own_dir = False
@@ -56,7 +69,10 @@ class TieredStore:
             self._own_dir = True
         self.flash_dir = Path(flash_dir) if flash_dir is not None else None
         if self.flash_dir is not None:
-            self.flash_dir.mkdir(parents=True, exist_ok=True)
+            try:
+                self.flash_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise StorageError(f"cannot create flash directory {self.flash_dir}: {e.strerror or e}") from None
         self._meta = {}            # key -> (shape, dtype, file name or None)
         self._cache = OrderedDict()  # key -> ndarray (LRU order: first = least recently used)
         self._dirty = set()
@@ -92,27 +108,81 @@ class TieredStore:
         """Bytes of every tensor held (the capacity the store needs, all tiers together)."""
         return sum(self.nbytes(k) for k in self._meta)
 
+    def _key(self, key):
+        if key not in self._meta:
+            raise TierError(f"unknown tensor {key!r}")
+        return key
+
     def put(self, key, array):
         """Create tensor ``key`` holding a copy of ``array`` (its shape and dtype)."""
-        if key in self._meta:
-            raise KeyError(f"tensor {key!r} already exists")
         array = np.ascontiguousarray(array)
+        self.create(key, array.shape, array.dtype)
         if not self.has_flash:
-            self._meta[key] = (array.shape, array.dtype, None)
-            self._cache[key] = array.copy()
-            self.cached_bytes += array.nbytes
+            self._cache[key][...] = array
             return
-        name = f"t{self._next_file:06d}.bin"
-        self._next_file += 1
-        self._meta[key] = (array.shape, array.dtype, name)
-        mm = self._map(key, create=True)
+        mm = self._map(key)
         mm[...] = array
         mm.flush()
         self.flash.add("writes")
         self.flash.add("bytes_written", array.nbytes)
 
+    def create(self, key, shape, dtype):
+        """Create tensor ``key`` of zeros. With a flash tier it is a new (sparse) file and nothing is
+        cached; without one it is a DRAM array."""
+        if key in self._meta:
+            raise TierError(f"tensor {key!r} already exists")
+        shape, dtype = tuple(int(s) for s in shape), np.dtype(dtype)
+        if not self.has_flash:
+            self._meta[key] = (shape, dtype, None)
+            self._cache[key] = np.zeros(shape, dtype)
+            self.cached_bytes += self._cache[key].nbytes
+            return
+        name = f"t{self._next_file:06d}.bin"
+        self._next_file += 1
+        self._meta[key] = (shape, dtype, name)
+        try:
+            self._map(key, create=True)
+        except BaseException:
+            del self._meta[key]
+            raise
+
+    def iter_chunks(self, key, chunk_elems):
+        """Yield read-only flat views of ``key``, ``chunk_elems`` elements each, in order: from DRAM when
+        the tensor is cached (the current values, even if flash is stale), else from its memory map
+        (not cached; counted as direct flash reads)."""
+        self._key(key)
+        cached = key in self._cache
+        flat = (self._cache[key] if cached else self._map(key)).reshape(-1)
+        for s in range(0, flat.size, chunk_elems):
+            view = flat[s:s + chunk_elems].view(np.ndarray)
+            view.flags.writeable = False
+            if not cached:
+                self.flash.add("reads")
+                self.flash.add("bytes_read", view.nbytes)
+                self.flash.add("direct")
+            yield view
+
+    def write_range(self, key, start, values):
+        """Write ``values`` (flat, cast to the tensor's dtype) at element ``start`` of ``key``: into the
+        DRAM copy when cached (marked dirty), else into the memory map (not cached; see :meth:`sync`)."""
+        self._key(key)
+        if key in self._cache:
+            self._cache[key].reshape(-1)[start:start + values.size] = values
+            if self.has_flash:
+                self._dirty.add(key)
+            return
+        self._map(key).reshape(-1)[start:start + values.size] = values
+        self.flash.add("writes")
+        self.flash.add("bytes_written", values.size * np.dtype(self._meta[key][1]).itemsize)
+
+    def sync(self, key):
+        """Flush the memory map of ``key`` to its file (after :meth:`write_range`)."""
+        mm = self._maps.get(self._key(key))
+        if mm is not None and isinstance(mm, np.memmap):
+            mm.flush()
+
     def delete(self, key):
-        shape, dtype, name = self._meta.pop(key)
+        shape, dtype, name = self._meta.pop(self._key(key))
         if key in self._cache:
             self.cached_bytes -= self._cache.pop(key).nbytes
         self._dirty.discard(key)
@@ -127,21 +197,23 @@ class TieredStore:
         if mm is None:
             shape, dtype, name = self._meta[key]
             path = self.flash_dir / name
-            if create:
-                with open(path, "wb") as f:
-                    f.truncate(max(1, int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize))
-            if int(np.prod(shape, dtype=np.int64)) == 0:
-                mm = np.zeros(shape, dtype)
-            else:
-                mm = np.memmap(path, dtype=dtype, mode="r+", shape=shape)
+            try:
+                if create:
+                    with open(path, "wb") as f:
+                        f.truncate(max(1, int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize))
+                if int(np.prod(shape, dtype=np.int64)) == 0:
+                    mm = np.zeros(shape, dtype)
+                else:
+                    mm = np.memmap(path, dtype=dtype, mode="r+", shape=shape)
+            except OSError as e:
+                raise StorageError(f"flash tier file {path} (tensor {key!r}): {e.strerror or e}") from None
             self._maps[key] = mm
         return mm
 
     # -- access --------------------------------------------------------------------------------
     def acquire(self, key):
         """A writable array with the current value of ``key``, pinned until :meth:`release`."""
-        if key not in self._meta:
-            raise KeyError(key)
+        self._key(key)
         self._pins[key] = self._pins.get(key, 0) + 1
         arr = self._fetch(key)
         if arr is None:
@@ -175,8 +247,7 @@ class TieredStore:
         """A copy of rows ``[start, stop)`` of ``key`` viewed as 2-D (a 1-D tensor is one row).
         Served from DRAM (a miss caches the whole tensor); a tensor that cannot be cached is read
         from its memory map, and only the rows read are counted."""
-        if key not in self._meta:
-            raise KeyError(key)
+        self._key(key)
         shape = self._meta[key][0]
         rows = shape[0] if len(shape) == 2 else 1
         arr = self._fetch(key)
@@ -192,7 +263,7 @@ class TieredStore:
         """Unpin ``key``; ``dirty`` = the array returned by :meth:`acquire` was modified."""
         n = self._pins.get(key, 0)
         if n <= 0:
-            raise RuntimeError(f"release of tensor {key!r} that is not acquired")
+            raise TierError(f"release of tensor {key!r} that is not acquired")
         if n == 1:
             del self._pins[key]
         else:
@@ -263,6 +334,13 @@ class TieredStore:
     def counters(self):
         return {"dram": dict(self.dram, cached_bytes=self.cached_bytes, budget_bytes=self.budget),
                 "flash": dict(self.flash)}
+
+    def destroy(self):
+        """Delete every tensor (and its flash file), then :meth:`close`: used when a store being built
+        (a restore) fails, so a user-given flash directory keeps no files of it."""
+        for key in list(self._meta):
+            self.delete(key)
+        self.close()
 
     def close(self):
         """Drop caches and maps; remove the flash directory if this store created it."""

@@ -24,6 +24,7 @@ phases. :func:`step_timing` simulates three steps and reports the steady (last) 
 from dataclasses import dataclass, field
 
 from .accounting import update_bytes_per_parameter
+from .errors import ConfigError
 
 __all__ = ["MemoryXRates", "LayerTiming", "StepTiming", "step_timing"]
 
@@ -39,7 +40,7 @@ class MemoryXRates:
         for k in ("stream_bw", "gradient_bw", "update_bw", "wafer_flops"):
             v = getattr(self, k)
             if not isinstance(v, (int, float)) or not v > 0:
-                raise ValueError(f"MemoryXRates.{k} must be a number > 0, got {v!r}")
+                raise ConfigError(f"MemoryXRates.{k} must be a number > 0, got {v!r}")
 
 
 @dataclass
@@ -74,11 +75,11 @@ class StepTiming:
 def step_timing(layer_params, samples_per_wafer, rates, optimizer, overlap=True, steps=3):
     """Steady-state timing of one training step for layers of ``layer_params`` parameters."""
     if not layer_params or any(p <= 0 for p in layer_params):
-        raise ValueError("layer_params must be a non-empty list of positive parameter counts")
+        raise ConfigError("layer_params must be a non-empty list of positive parameter counts")
     if samples_per_wafer <= 0:
-        raise ValueError(f"samples_per_wafer must be > 0, got {samples_per_wafer}")
+        raise ConfigError(f"samples_per_wafer must be > 0, got {samples_per_wafer}")
     if steps < 2:
-        raise ValueError("steps must be >= 2 to reach a steady state")
+        raise ConfigError("steps must be >= 2 to reach a steady state")
     u = update_bytes_per_parameter(optimizer)["total"]
     B = samples_per_wafer
     L = len(layer_params)

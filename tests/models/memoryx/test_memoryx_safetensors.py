@@ -1,6 +1,8 @@
-"""safetensors export/import: readable by the safetensors library, exact, all-or-nothing."""
+"""safetensors export/import: readable by the safetensors library, exact, all-or-nothing, streamed
+within the DRAM budget plus a few chunks."""
 
 import json
+import tracemalloc
 
 import ml_dtypes
 import numpy as np
@@ -8,7 +10,16 @@ import pytest
 from memoryx_helpers import assert_same_state
 from safetensors.numpy import load_file, save_file
 
-from models.memoryx import SGD, Adam, AdamW, MemoryX, MemoryXError, read_safetensors
+from models.memoryx import (
+    SGD,
+    Adam,
+    AdamW,
+    MemoryX,
+    MemoryXError,
+    SafetensorsError,
+    StorageError,
+    read_safetensors,
+)
 from models.numerics import bf16_bits
 
 F = np.float32
@@ -100,3 +111,62 @@ def test_garbage_file_is_named(tmp_path):
         mx.import_safetensors(tmp_path / "g")
     with pytest.raises(MemoryXError, match="export dtype"):
         mx.export_safetensors(tmp_path / "x", dtype="float16")
+
+
+def test_errors_name_the_path_and_tensor(tmp_path):
+    mx = trained()
+    with pytest.raises(SafetensorsError, match=r"cannot read safetensors file .*missing"):
+        mx.import_safetensors(tmp_path / "missing")
+    with pytest.raises(StorageError, match=r"cannot write .*nodir/w\.safetensors"):
+        mx.export_safetensors(tmp_path / "nodir" / "w.safetensors")
+    clash = MemoryX(Adam())
+    clash.add_layer("a", (2,), "zeros")
+    clash.add_layer("a.exp_avg", (2,), "zeros")         # a layer named like a's state tensor
+    with pytest.raises(SafetensorsError, match="'a.exp_avg' collides"):
+        clash.export_safetensors(tmp_path / "c.safetensors", include_state=True)
+    save_file({"enc.weight": np.ones((8, 6), F), "enc.bias": np.ones(8, F)}, tmp_path / "ok.safetensors")
+    raw = bytearray((tmp_path / "ok.safetensors").read_bytes())
+    (tmp_path / "short.safetensors").write_bytes(bytes(raw[:-4]))
+    with pytest.raises(SafetensorsError, match="not a valid safetensors file"):
+        mx.import_safetensors(tmp_path / "short.safetensors")
+
+
+def _peak(fn):
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        out = fn()
+        return out, tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_store_8x_its_budget_exports_and_imports_within_budget_plus_chunks(tmp_path, dtype):
+    budget, chunk = 1 << 20, 1 << 14
+    kw = dict(dram_budget_bytes=budget, chunk_elems=chunk)
+    mx = MemoryX(AdamW(lr=1e-3), flash_dir=tmp_path / "a", **kw)
+    for i in range(9):
+        mx.add_layer(f"l{i}", (256, 256), "normal", seed=i)
+    rng = np.random.default_rng(0)
+    for n in mx.layer_names():
+        mx.apply_gradient(n, rng.standard_normal((256, 256), dtype=F))
+    assert mx.stored_bytes() >= 8 * budget
+    path = tmp_path / "w.safetensors"
+    _, export_peak = _peak(lambda: mx.export_safetensors(path, dtype=dtype, include_state=dtype == "float32"))
+    fresh = MemoryX(AdamW(lr=1e-3), flash_dir=tmp_path / "b", **kw)
+    for n in mx.layer_names():
+        fresh.add_layer(n, (256, 256), "zeros")
+    _, import_peak = _peak(lambda: fresh.import_safetensors(path))
+    assert export_peak <= budget + 8 * 4 * chunk, export_peak
+    assert import_peak <= budget + 8 * 4 * chunk, import_peak
+    loaded = load_file(path)                               # the library reads what was streamed out
+    for n in mx.layer_names():
+        want = mx.master(n) if dtype == "float32" else mx.bf16(n).view(ml_dtypes.bfloat16)
+        np.testing.assert_array_equal(loaded[n], want)
+        np.testing.assert_array_equal(fresh.bf16(n), mx.bf16(n))
+        if dtype == "float32":
+            np.testing.assert_array_equal(fresh.master(n), mx.master(n))
+            for k, v in mx.state(n).items():
+                np.testing.assert_array_equal(fresh.state(n)[k], v)

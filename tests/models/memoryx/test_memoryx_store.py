@@ -1,4 +1,7 @@
-"""MemoryX store: layers, bf16 copy and streaming order, gradients, accumulation, schedules, bad input."""
+"""MemoryX store: layers, bf16 copy and streaming order, gradients, accumulation, schedules, bad input,
+non-finite results refused (or applied and flagged), settings validated whenever set."""
+
+import copy
 
 import numpy as np
 import pytest
@@ -8,11 +11,15 @@ from models.memoryx import (
     SGD,
     Adam,
     AdamW,
+    ConfigError,
     DuplicateGradientError,
     GradientError,
     MemoryX,
     MemoryXError,
     Momentum,
+    NonFiniteUpdateError,
+    NonFiniteUpdateWarning,
+    OptimizerConfigError,
     UnknownLayerError,
     initialize,
     linear_warmup_cosine,
@@ -97,7 +104,7 @@ def test_apply_gradient_is_the_optimizer_step(opt):
         g = grads_for(mx, rng)
         for n in reversed(mx.layer_names()):      # gradients arrive last layer first
             assert mx.apply_gradient(n, g[n]) is True
-            opt.step(p[n], g[n], st[n], t, opt.lr)
+            opt.numpy_step(p[n], g[n], st[n], t, opt.lr)      # the NumPy reference path
             np.testing.assert_array_equal(mx.master(n), p[n])
             np.testing.assert_array_equal(mx.bf16(n), bf16_bits(p[n]))
             for k, v in mx.state(n).items():
@@ -260,3 +267,131 @@ def test_stored_bytes_equal_the_accounting():
         assert mx.bytes_per_parameter()["total"] == bpp
         assert mx.num_parameters() == 30 + 18 + 3
         assert mx.stored_bytes() == mx.num_parameters() * bpp
+
+
+# -- non-finite results ------------------------------------------------------------------------------
+OVERFLOWS = [
+    # the issue's case: finite inputs, SGD lr 2, gradient 2e38: p - 2 * 2e38 overflows
+    (SGD(lr=2.0), np.ones(4), np.full(4, 2e38, F), "master"),
+    (Momentum(lr=1e30), np.ones(4), np.full(4, 1e30, F), "master"),
+    (Momentum(lr=0.1, momentum=0.9, nesterov=True), np.full(4, 1e3), np.full(4, 3e38, F), "master"),
+    (Adam(lr=1e-3), np.ones(4), np.full(4, 2e19, F), "exp_avg_sq"),        # g * g overflows
+    (AdamW(lr=1e38, weight_decay=0.0), np.ones(4), np.full(4, 1.0, F), "master"),   # c_step = inf
+    (AdamW(lr=1e-3, weight_decay=1e4), np.full(4, 3e38), np.ones(4, F), "master"),   # |1 - lr wd| * p
+]
+
+
+@pytest.mark.parametrize("budget", [None, 64], ids=["dram", "flash"])
+@pytest.mark.parametrize("opt, w, g, bad", OVERFLOWS, ids=[f"{o.kind}{i}" for i, (o, *_) in enumerate(OVERFLOWS)])
+def test_a_step_that_would_overflow_is_refused_and_changes_nothing(opt, w, g, bad, budget):
+    opt = copy.deepcopy(opt)                              # this test changes its hyper-parameters
+    mx = MemoryX(opt, dram_budget_bytes=budget)
+    mx.add_layer("w", w.shape, w)
+    mx.add_layer("other", (3,), "ones")
+    lr, opt.lr = opt.lr, 1e-3
+    mx.apply_gradient("other", np.ones(3, F))             # some history: a mid-round state
+    opt.lr = lr
+    before, counters = mx.snapshot(), mx.counters()
+    with pytest.raises(NonFiniteUpdateError, match=rf"step 1 of layer 'w' \({opt.kind}.*{bad}.*non-finite"):
+        mx.apply_gradient("w", g)
+    assert_same_state(before, mx.snapshot())
+    assert mx.counters()["store"] == counters["store"]
+    assert np.isfinite(mx.master("w")).all()
+    mx.optimizer.lr, mx.optimizer.weight_decay = 1e-3, 0.0   # the store goes on with sane settings
+    mx.apply_gradient("w", np.zeros_like(g))
+    assert mx.step_count("w") == 1 and np.isfinite(mx.master("w")).all()
+
+
+def test_overflow_refused_at_the_kth_micro_batch_keeps_the_accumulated_sum():
+    mx = MemoryX(SGD(lr=1e30), accumulation_steps=2)
+    mx.add_layer("w", (3,), "ones")
+    mx.apply_gradient("w", np.full(3, 1e20, F))
+    before = mx.snapshot()
+    with pytest.raises(NonFiniteUpdateError, match="layer 'w'"):
+        mx.apply_gradient("w", np.full(3, 1e20, F))
+    assert_same_state(before, mx.snapshot())
+    mx.optimizer.lr = 1e-20
+    assert mx.apply_gradient("w", np.zeros(3, F)) is True      # (1e20 + 0) / 2, the refused one never landed
+    np.testing.assert_array_equal(mx.master("w"), np.full(3, F(1) - F(1e-20) * (F(1e20) / F(2)), F))
+
+
+def test_on_nonfinite_apply_applies_and_flags():
+    mx = MemoryX(SGD(lr=2.0), on_nonfinite="apply")
+    mx.add_layer("w", (4,), np.ones(4))
+    mx.add_layer("ok", (2,), "ones")
+    with pytest.warns(NonFiniteUpdateWarning, match="layer 'w'.*step 1"):
+        assert mx.apply_gradient("w", np.full(4, 2e38, F)) is True
+    assert np.isneginf(mx.master("w")).all()
+    np.testing.assert_array_equal(mx.bf16("w"), np.full(4, 0xFF80, np.uint16))   # -inf in bf16
+    assert mx.nonfinite_layers() == {"w": 1}
+    assert mx.counters()["store"]["nonfinite_updates"] == 1
+    mx.apply_gradient("ok", np.ones(2, F))
+    mx.apply_gradient("w", np.ones(4, F))                 # stays flagged from step 1, no second warning
+    assert mx.nonfinite_layers() == {"w": 1} and mx.counters()["store"]["nonfinite_updates"] == 2
+
+
+def test_steps_are_proven_finite_without_an_extra_pass_in_normal_training(tmp_path):
+    mx = small_store(AdamW(lr=1e-2))
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        for n, g in grads_for(mx, rng).items():
+            mx.apply_gradient(n, g)
+    assert mx.counters()["store"]["checked_updates"] == 0      # the bound proved every step finite
+    mx.export_safetensors(tmp_path / "w.safetensors", include_state=True)
+    mx.import_safetensors(tmp_path / "w.safetensors")          # bounds unknown after an import:
+    for n, g in grads_for(mx, rng).items():
+        mx.apply_gradient(n, g)
+    assert mx.counters()["store"]["checked_updates"] == 3      # one exact check per layer, then
+    for n, g in grads_for(mx, rng).items():
+        mx.apply_gradient(n, g)
+    assert mx.counters()["store"]["checked_updates"] == 3      # proven again
+
+
+def test_values_near_the_float32_limit_take_the_exact_path_and_stay_bit_identical():
+    opt = SGD(lr=1.0)
+    w = np.array([3e38, -3e38, 1.0, 0.0])
+    g = np.array([1e38, -1e38, 1e38, 0.0], F)
+    mx = MemoryX(opt)
+    mx.add_layer("w", (4,), w)
+    mx.apply_gradient("w", g)                                   # finite: 3e38 - 1e38 etc.
+    ref = w.astype(F)
+    opt.numpy_step(ref, g, {}, 1, 1.0)
+    np.testing.assert_array_equal(mx.master("w"), ref)
+    assert mx.counters()["store"]["checked_updates"] == 1
+
+
+# -- settings validated whenever set -------------------------------------------------------------
+@pytest.mark.parametrize("field, value, exc, match", [
+    ("accumulation_steps", 0, ConfigError, "accumulation_steps must be an int >= 1"),
+    ("lr_schedule", 0.1, ConfigError, "lr_schedule must be callable"),
+    ("chunk_elems", 0, ConfigError, "chunk_elems"),
+    ("on_nonfinite", "ignore", ConfigError, "on_nonfinite"),
+    ("optimizer", "sgd", ConfigError, "optimizer must be"),
+    ("optimizer", SGD(), ConfigError, "keeps state"),
+])
+def test_store_settings_are_validated_whenever_set(field, value, exc, match):
+    mx = small_store(AdamW(lr=1e-2))
+    before = getattr(mx, field)
+    with pytest.raises(exc, match=match):
+        setattr(mx, field, value)
+    assert getattr(mx, field) is before
+
+
+def test_optimizer_hyper_parameters_set_on_a_live_store_are_validated_and_used():
+    mx = small_store(SGD(lr=0.1))
+    with pytest.raises(OptimizerConfigError, match="lr must be >= 0"):
+        mx.optimizer.lr = -1e-2
+    assert mx.optimizer.lr == 0.1
+    mx.optimizer.lr = 0.5
+    w = mx.master("bias")
+    mx.apply_gradient("bias", np.ones(3, F))
+    np.testing.assert_array_equal(mx.master("bias"), w - F(0.5))
+
+
+def test_accumulation_steps_cannot_change_with_pending_micro_batches():
+    mx = MemoryX(SGD(lr=0.1), accumulation_steps=2)
+    mx.add_layer("w", (2,), "ones")
+    mx.apply_gradient("w", np.ones(2, F))
+    with pytest.raises(ConfigError, match=r"layers \['w'\] hold pending"):
+        mx.accumulation_steps = 1
+    assert mx.accumulation_steps == 2

@@ -3,7 +3,17 @@
 import numpy as np
 import pytest
 
-from models.memoryx import Adam, AdamW, MemoryX, Momentum, TieredStore
+from models.memoryx import (
+    Adam,
+    AdamW,
+    ConfigError,
+    MemoryX,
+    MemoryXError,
+    Momentum,
+    StorageError,
+    TieredStore,
+    TierError,
+)
 
 F = np.float32
 
@@ -51,8 +61,21 @@ def test_pinned_tensors_are_not_evicted_and_oversize_goes_direct(tmp_path):
     assert isinstance(z, np.memmap) and not isinstance(x, np.memmap) and not isinstance(y, np.memmap)
     for k in "xyz":
         ts.release(k)
-    with pytest.raises(RuntimeError, match="not acquired"):
+    with pytest.raises(TierError, match="'x' that is not acquired"):
         ts.release("x")
+    with pytest.raises(TierError, match="unknown tensor 'nope'"):
+        ts.acquire("nope")
+    with pytest.raises(TierError, match="'x' already exists"):
+        ts.put("x", np.ones(1, F))
+
+
+def test_tier_errors_are_memoryx_errors_naming_the_field_or_path(tmp_path):
+    with pytest.raises(ConfigError, match="dram_budget_bytes"):
+        TieredStore(dram_budget_bytes=-1)
+    (tmp_path / "file").write_bytes(b"")
+    with pytest.raises(StorageError, match="file") as e:
+        TieredStore(dram_budget_bytes=0, flash_dir=tmp_path / "file" / "sub")
+    assert isinstance(e.value, MemoryXError) and isinstance(e.value, OSError)
 
 
 def test_without_flash_everything_stays_in_dram():
