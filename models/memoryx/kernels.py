@@ -17,6 +17,14 @@ also lets LLVM vectorize the loop). Loop-invariant choices (weight decay on/off,
 Nesterov, micro-batch mean) are selects, which pick one exactly computed value. Tests compare the
 kernels with the NumPy reference path bit for bit.
 
+Compilation happens on the first call with a new argument signature (about 3 s for all kernels; a
+cached process loads them in about 0.3 s). numba's disk cache is not safe against two processes
+compiling different signatures of one function at once (its index file can then name the wrong
+machine code), which pytest-xdist workers would do on a cold cache: every kernel here is therefore
+called with compilation disabled, and a call that needs a new signature compiles (or loads it from the
+cache) while holding an exclusive ``flock`` on a lock file in the temporary directory, so processes
+take turns.
+
 Kernels per optimizer family (SGD, Momentum, Adam/AdamW):
 
 - ``*_dry``: computes the step without writing anything and returns the largest magnitudes (as
@@ -30,6 +38,11 @@ The gradient operand is either ``a`` (one gradient, ``acc=False``) or ``(a + b) 
 sum of the first k - 1 micro-batches plus the k-th, then one division by k, ``acc=True``).
 """
 
+import fcntl
+import os
+import tempfile
+from contextlib import contextmanager
+
 import numpy as np
 from numba import njit
 
@@ -42,11 +55,51 @@ _SIGN = np.uint32(0x80000000)
 _KW = dict(nogil=True, boundscheck=False, error_model="numpy", cache=True)
 
 
+_LOCK = os.path.join(tempfile.gettempdir(), "weightstream-memoryx-numba.lock")
+
+
+@contextmanager
+def _compile_lock():
+    try:
+        fd = os.open(_LOCK, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError:             # pragma: no cover - no usable temporary directory: compile unlocked
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)            # releases the lock
+
+
+class _Kernel:
+    """A numba dispatcher whose compilations (and cache loads) are serialized across processes."""
+
+    def __init__(self, dispatcher):
+        self.dispatcher = dispatcher
+        self.__name__ = dispatcher.__name__
+        self.__doc__ = dispatcher.__doc__
+
+    def __call__(self, *args):
+        d = self.dispatcher
+        if d.signatures:
+            d._can_compile = False          # (numba's public disable_compile() refuses an empty dispatcher)
+            try:
+                return d(*args)
+            except TypeError:               # no compiled version for these argument types in this process
+                pass
+            finally:
+                d._can_compile = True
+        with _compile_lock():
+            return d(*args)
+
+
 def _jit(fn):
     try:
-        return njit(**_KW)(fn)
+        dispatcher = njit(**_KW)(fn)
     except Exception:           # pragma: no cover - no writable cache location: compile per process
-        return njit(**{**_KW, "cache": False})(fn)
+        dispatcher = njit(**{**_KW, "cache": False})(fn)
+    return _Kernel(dispatcher)
 
 
 def _jit_inline(fn):
