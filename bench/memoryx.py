@@ -36,7 +36,7 @@ from models.memoryx import (
 
 SIZES = [16 << 20, 64 << 20]
 K = 4096
-REPS = 5
+REPS = 7
 FLASH_PARAMS = 32 << 20
 IO_PARAMS = 4 << 20
 IO_BUDGET = 1 << 20
