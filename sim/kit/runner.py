@@ -91,7 +91,8 @@ def run_bench(component, name, test_module, *, params=None, testcase=None, extra
     ``extra_sources`` are additional Verilog files (e.g. a harness); ``toplevel`` names the
     simulated top when it is not ``name``. Raises ``AssertionError`` naming the failing cocotb
     tests and the log, when any test fails. Returns the run folder. ``console=True`` lets the
-    simulator print to the terminal (progress) instead of ``sim.log``.
+    simulator print to the terminal (progress) instead of ``sim.log``. With ``WAVES=1`` the FST
+    is ``waves.fst`` in the run folder and its path is printed (``waves: <path>``).
     """
     from cocotb_tools.runner import get_results, get_runner
 
@@ -136,6 +137,8 @@ def run_bench(component, name, test_module, *, params=None, testcase=None, extra
         tail = log_file.read_text().splitlines()[-40:] if log_file and log_file.exists() else []
         raise AssertionError(f"cocotb tests failed in {test_module}: {', '.join(failures)}\n"
                              f"log: {log_file}\n" + "\n".join(tail))
+    if waves:
+        print(f"waves: {test_dir / 'waves.fst'}", flush=True)
     n_tests, _ = get_results(xml)
     if n_tests == 0:
         raise AssertionError(f"cocotb ran no test from {test_module} (testcase={testcase!r})")
