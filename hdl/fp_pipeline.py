@@ -4,6 +4,7 @@ from amaranth import Module
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .formal import Properties, active
 from .skid_buffer import SkidBuffer
 
 __all__ = ["FpStreamUnit"]
@@ -61,4 +62,26 @@ class FpStreamUnit(wiring.Component):
             operands.o.ready.eq(result.i.ready),
         ]
         wiring.connect(m, result.o, wiring.flipped(self.o))
+        if active(platform):
+            self._formal(m, platform, [operands, result])
         return m
+
+    # ---- formal properties (docs/verification.md#formal) ------------------------------------
+    def _formal(self, m, platform, stages):
+        """Stream rules at ``i`` and ``o``; words in flight = the stages' occupancy (a
+        :class:`SkidBuffer` holds ``o.valid + ~i.ready`` words), at most 2 per stage."""
+        f = Properties(m, platform, self)
+        f.input_stream(self.i, "i")
+        f.output_stream(self.o, "o")
+        take = self.i.valid & self.i.ready
+        give = self.o.valid & self.o.ready
+        inflight = f.counter("inflight", 5, take, give)
+        occupancy = 0
+        for s in stages:
+            occupancy = occupancy + s.o.valid + ~s.i.ready
+        f.check("inflight_is_state", inflight == occupancy)
+        m.d.comb += platform.probe(self, "inflight", 8).eq(inflight)     # for a parent's invariants
+        f.check("capacity", inflight <= 2 * len(stages))
+        f.check("offers_only_taken_words", ~self.o.valid | (inflight != 0))
+        f.cover("full", ~self.i.ready)
+        f.cover("full_rate", take & give)

@@ -4,6 +4,8 @@ from amaranth import Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .formal import Properties, active
+
 __all__ = ["SkidBuffer"]
 
 
@@ -50,4 +52,20 @@ class SkidBuffer(wiring.Component):
                     m.d.sync += self.o.payload.eq(self.i.payload)
         with m.Elif(self.i.valid & ~skid_valid):
             m.d.sync += [skid.eq(self.i.payload), skid_valid.eq(1)]
+        if active(platform):
+            self._formal(m, platform, skid_valid)
         return m
+
+    # ---- formal properties (docs/verification.md#formal) ------------------------------------
+    def _formal(self, m, platform, skid_valid):
+        f = Properties(m, platform, self)
+        f.input_stream(self.i, "i")
+        f.output_stream(self.o, "o")
+        take = self.i.valid & self.i.ready
+        give = self.o.valid & self.o.ready
+        held = f.counter("held", 3, take, give)           # words in - words out
+        f.check("held_is_state", held == self.o.valid + skid_valid)
+        f.check("capacity", held <= 2)
+        f.check("offers_only_taken_words", ~self.o.valid | (held != 0))
+        f.cover("full", ~self.i.ready & self.o.valid)
+        f.cover("through_at_full_rate", take & give)

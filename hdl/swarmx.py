@@ -44,6 +44,7 @@ from amaranth.lib.wiring import In, Out
 from arch.wavelet import TAGGED, TAGGED_BITS
 
 from .config import refuse
+from .formal import Properties, active
 from .fp32_add import Fp32Add
 from .layouts import cat_fields
 from .wavelet import TaggedWord
@@ -166,7 +167,43 @@ class SwarmxReduceUnit(wiring.Component):
             m.d.sync += count.eq(count - 1)
         with m.If(issue & mismatch):
             m.d.sync += self.error.eq(1)
+        if active(platform):
+            self._formal(m, platform, count=count, issue=issue, pop=pop, last=last, mismatch=mismatch,
+                         add=add, out=out, tags=tags)
         return m
+
+    # ---- formal properties (docs/verification.md#formal) ------------------------------------
+    def _formal(self, m, platform, *, count, issue, pop, last, mismatch, add, out, tags):
+        f = Properties(m, platform, self)
+        depth = self.FIFO_DEPTH
+        f.input_stream(self.a, "a")
+        if self._inputs == 2:
+            f.input_stream(self.b, "b")
+        f.output_stream(self.o, "o")
+        f.check("issue_only_when_offered", ~issue | self.a.valid & (self.b.valid if self._inputs == 2 else 1))
+        f.check("credits_within_depth", count <= depth)
+        f.check("credits_count_words_held", count == tags.level + out.level)
+        f.check("adder_result_has_room", ~add.o.valid | out.w_rdy)
+        f.check("adder_words_have_tags", platform.probe(add, "inflight", 8) == tags.level)
+        err_before = f.past(self.error, "error")
+        joined_bad = f.past(issue & mismatch, "joined_bad")
+        # (the ``past_`` registers reset with the block, so a reset leaves no obligation)
+        f.check("error_sticky", ~err_before | self.error)
+        f.check("error_only_on_mismatch", self.error == (err_before | joined_bad))
+        if f.top and getattr(platform, "fair_stall", None) is not None:
+            # ``last`` exactly once per reduction: every issued pair whose inputs end a vector
+            # leaves as exactly one output word with ``last``; none is made up. (Needs a consumer
+            # that takes a word within ``fair_stall`` cycles, so that k-induction closes.)
+            l_in = f.counter("last_in", 4, issue & last)
+            l_out = f.counter("last_out", 4, pop & self.o.payload.last)
+            pending = Signal(4, name="last_pending")
+            m.d.comb += pending.eq(l_in - l_out)
+            f.check("last_never_made_up", pending <= count)
+            f.check("last_exactly_once", (count != 0) | (pending == 0))
+        f.cover("credit_limit", (count == depth) & self.a.valid)
+        f.cover("last_out", pop & self.o.payload.last)
+        if self._inputs == 2:
+            f.cover("mismatch", issue & mismatch)
 
 
 class SwarmxNode(wiring.Component):

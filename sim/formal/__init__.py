@@ -1,0 +1,43 @@
+"""The proofs of ``make formal`` (docs/verification.md#formal): every block with stream
+properties in its ``_formal`` method, in small configurations, proved by
+:func:`sim.kit.formal.prove`. ``QUICK`` also runs in ``make test`` (``tests/sim/formal``)."""
+
+from hdl.bf16_mul import Bf16Mul
+from hdl.config import preset
+from hdl.fp32_add import Fp32Add
+from hdl.skid_buffer import SkidBuffer
+from hdl.swarmx import SwarmxNode, SwarmxReduceUnit, SwarmxTree
+
+__all__ = ["PROOFS", "QUICK", "Proof"]
+
+
+class Proof:
+    """``make()`` builds the top; ``steps`` bounds the base case and the induction length;
+    ``fair_stall`` (cycles) bounds the consumer's stalls at the top (``None``: any)."""
+
+    def __init__(self, name, make, *, steps=20, fair_stall=None, what=""):
+        self.name, self.make, self.steps, self.fair_stall, self.what = name, make, steps, fair_stall, what
+
+
+def _router(links=()):
+    from hdl.router import Router
+    return Router(preset("tiny", num_colors=2, vc_depth=2), links=links)
+
+
+PROOFS = [
+    Proof("skid_buffer", lambda: SkidBuffer(8), what="SkidBuffer(8)"),
+    Proof("fp32_add", Fp32Add, steps=8, what="Fp32Add stream unit"),
+    Proof("bf16_mul", Bf16Mul, steps=8, what="Bf16Mul stream unit"),
+    Proof("swarmx_unit", lambda: SwarmxReduceUnit(2), steps=12, what="SwarmxReduceUnit(2)"),
+    Proof("swarmx_unit_last", lambda: SwarmxReduceUnit(2), steps=24, fair_stall=2,
+          what="SwarmxReduceUnit(2), consumer stalls <= 2 cycles: last accounting"),
+    Proof("swarmx_node", lambda: SwarmxNode(4, fifo_depth=2), steps=12, what="SwarmxNode(4), fifo_depth 2"),
+    Proof("swarmx_split_node", lambda: SwarmxNode(3, split=True, fifo_depth=2), steps=12,
+          what="SwarmxNode(3, split), fifo_depth 2"),
+    Proof("swarmx_tree", lambda: SwarmxTree(5, fifo_depth=2), steps=12, what="SwarmxTree(5): depth 2"),
+    Proof("router", lambda: _router(), steps=12, what="Router, 2 colors, vc_depth 2, boundary ports"),
+    Proof("router_links", lambda: _router(links=("N", "E")), steps=12,
+          what="Router, 2 colors, vc_depth 2, N and E credit links"),
+]
+
+QUICK = ["skid_buffer", "swarmx_unit", "router"]
