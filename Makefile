@@ -10,7 +10,9 @@
 #                  SWARMX_LEAVES, NUM_COLORS, MESH_ROWS, MESH_COLS, LANES; JOBS=N tops at a time (default 2).
 #   make lint      make verilog (same knobs), then verilator --lint-only -Wall (waivers hdl/lint.vlt) on
 #                  build/verilog/*.v (or the TOPS), clean results cached by hash in build/lint/; then ruff.
-#   make bench     benchmarks: tables printed, JSON in build/bench/
+#   make bench     benchmarks: tables printed, JSON in build/bench/ (coverage summary included)
+#   make formal    prove the stream properties stated in the RTL (BMC + k-induction with Yosys):
+#                  table printed, JSON in build/formal/formal.json; ARGS="router" picks proofs
 #   make clean     remove build outputs (keeps .venv)
 
 PYTHON ?= python3
@@ -32,7 +34,7 @@ JOBS ?= 2
 PYTEST_ARGS ?=
 ARGS ?=
 
-.PHONY: sim test verilog lint bench clean venv iverilog verilator
+.PHONY: sim test verilog lint bench formal clean venv iverilog verilator yosys
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { echo "error: '$(PYTHON) -m venv' failed: install Python 3.11+ with venv (Debian: python3-venv)"; exit 1; }
@@ -65,10 +67,19 @@ verilator:
 	    echo "error: Verilator not found: install it (Debian/Ubuntu: sudo apt-get install verilator; version 5+)"; exit 1; \
 	  fi; }
 
+yosys:
+	@command -v yosys >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing Yosys (Debian package yosys)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq yosys >/dev/null; \
+	  else \
+	    echo "error: yosys not found: install it (Debian/Ubuntu: sudo apt-get install yosys; 0.23 works)"; exit 1; \
+	  fi; }
+
 sim: $(STAMP) iverilog
 	$(PY) -m sim.system $(ARGS)
 
-test: $(STAMP) iverilog
+test: $(STAMP) iverilog yosys
 	$(PY) -m pytest -n auto $(PYTEST_ARGS)
 
 verilog: $(STAMP)
@@ -81,6 +92,9 @@ lint: verilog verilator $(LINT_STAMP)
 
 bench: $(STAMP) iverilog
 	$(PY) -m bench $(ARGS)
+
+formal: $(STAMP) yosys
+	$(PY) -m sim.formal $(ARGS)
 
 clean:
 	rm -rf build .pytest_cache .hypothesis

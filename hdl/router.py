@@ -82,6 +82,7 @@ from arch.router_map import (
 from arch.wavelet import COLOR_BITS, DATA_BITS, MAX_COLORS
 
 from .config import refuse
+from .formal import Properties, active
 from .config_bus import ConfigBus
 from .layouts import cat_fields
 from .wavelet import Wavelet
@@ -366,7 +367,66 @@ class Router(wiring.Component):
                     m.d.sync += bus.rdata.eq(nonempty[p * C:(p + 1) * C])
                 with m.If(bus.addr == ADDR_OUT_BLOCKED + p):
                     m.d.sync += bus.rdata.eq(~elig[p])
+        if active(platform):
+            self._formal(m, platform, route_v=route_v, sent_v=sent_v, nonempty=nonempty, count=count,
+                         want=want, elig=elig, grants=grants, pop=pop, credit=credit)
         return m
+
+    # ---- formal properties (docs/verification.md#formal) ------------------------------------
+    def _formal(self, m, platform, *, route_v, sent_v, nonempty, count, want, elig, grants, pop, credit):
+        """Stream rules at boundary ports; credits within ``0..vc_depth`` on both sides of a link;
+        channels within their depth; an output grants only a requesting channel, at most one;
+        a multicast head leaves once per routed output and is popped exactly once, after its
+        last copy. At the top, a link's neighbour is assumed to keep the credit protocol."""
+        f = Properties(m, platform, self)
+        C, D = self._cfg.num_colors, self._cfg.vc_depth
+        ports = list(Port)
+        names = PORT_NAMES
+        for p in ports:
+            n, inp, out = names[p], self.port_in(p), self.port_out(p)
+            if p in self._links:
+                # Receiving side: the neighbour sends color c only while it holds a credit for it.
+                for c in range(C):
+                    sent = inp.valid & (inp.payload.color == c)
+                    held = f.counter(f"{n}_in_outstanding{c}", 8, sent, inp.credit[c])
+                    f.rule(f"{n}_in_sender_has_credit{c}", ~sent | (held < D))
+                    f.check(f"{n}_in_credits_match_channel{c}", held == count[p][c])
+                f.rule(f"{n}_in_color_exists", ~inp.valid | (inp.payload.color < C))
+                # Sending side: credits come back only for words sent (the neighbour's rule).
+                for c in range(C):
+                    sent = out.valid & (out.payload.color == c)
+                    away = f.counter(f"{n}_out_outstanding{c}", 8, sent, out.credit[c])
+                    f.rule(f"{n}_out_credit_for_sent_word{c}", ~out.credit[c] | (away != 0) | sent)
+                    f.check(f"{n}_out_credit_within_depth{c}", credit[p][c] <= D)
+                    f.check(f"{n}_out_credit_balance{c}", credit[p][c] + away == D)
+                    f.cover(f"{n}_out_no_credit{c}", credit[p][c] == 0)
+            else:
+                f.input_stream(inp, f"{n}_in")
+                f.output_stream(out, f"{n}_out")
+            for c in range(C):
+                f.check(f"{n}_vc{c}_within_depth", count[p][c] <= D)
+            f.cover(f"{n}_vc_full", Cat(count[p][c] == D for c in range(C)).any())
+        N = len(ports) * C
+        for o in ports:
+            n, g = names[o], grants[o]
+            req = want[o] & Cat(elig[o] for _ in ports)
+            f.check(f"{n}_grant_requested", (g & ~req) == 0)
+            f.check(f"{n}_grant_one_hot", (g & (g - 1)[:N]) == 0)
+            f.check(f"{n}_copy_sent_once", (g & sent_v[o]) == 0)
+            f.check(f"{n}_sent_only_routed_heads", (sent_v[o] & ~(route_v[o] & nonempty)) == 0)
+        done = Const(-1, N)
+        for o in ports:
+            done = done & (~route_v[o] | sent_v[o] | grants[o])
+        f.check("pop_only_nonempty", (pop & ~nonempty) == 0)
+        f.check("pop_after_last_copy", (pop & ~done) == 0)
+        f.check("pop_every_finished_head", (nonempty & done & (route_v[0] | route_v[1] | route_v[2] |
+                                                                route_v[3] | route_v[4]) & ~pop) == 0)
+        multi = 0
+        for o in ports:
+            for q in ports:
+                if q != o:
+                    multi = multi | (pop & sent_v[o] & grants[q])
+        f.cover("multicast_copies_in_different_cycles", multi != 0)
 
 
 DATA_CTRL = DATA_BITS + 1     # a channel word: data and ctrl (the color is the channel's)

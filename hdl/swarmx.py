@@ -278,12 +278,14 @@ class SwarmxNode(wiring.Component):
         reduce_out = list(self.reduce_out) if self._split else [self.reduce_out]
 
         # Broadcast: a FIFO per child, written together when all of the group's have room.
+        bcast_queues = {}
         for p, group in enumerate(self.groups):
             queues = []
             for c in group:
                 q = fifo.SyncFIFO(width=_WORD, depth=depth)
                 m.submodules[f"bcast_fifo{c}"] = q
                 queues.append(q)
+                bcast_queues[c] = q
                 m.d.comb += [
                     self.bcast_out[c].payload.eq(q.r_data),
                     self.bcast_out[c].valid.eq(q.r_rdy),
@@ -325,7 +327,33 @@ class SwarmxNode(wiring.Component):
         for u in units:
             error = error | u.error
         m.d.comb += self.error.eq(error)
+        if active(platform):
+            self._formal(m, platform, bcast_in, reduce_out, bcast_queues)
         return m
+
+    # ---- formal properties (docs/verification.md#formal) ------------------------------------
+    def _formal(self, m, platform, bcast_in, reduce_out, bcast_queues):
+        """Stream rules on every port; broadcast: each parent word reaches every child of its
+        group exactly once (words taken - words given = that child's FIFO level)."""
+        f = Properties(m, platform, self)
+        for p, port in enumerate(bcast_in):
+            f.input_stream(port, f"bcast_in{p}")
+        for p, port in enumerate(reduce_out):
+            f.output_stream(port, f"reduce_out{p}")
+            f.cover(f"reduce_out{p}_last", port.valid & port.ready & port.payload.last)
+        for c in range(self._children):
+            f.input_stream(self.reduce_in[c], f"reduce_in{c}")
+            f.output_stream(self.bcast_out[c], f"bcast_out{c}")
+        for p, group in enumerate(self.groups):
+            taken = bcast_in[p].valid & bcast_in[p].ready
+            for c in group:
+                out = self.bcast_out[c]
+                copies = f.counter(f"bcast{c}", 8, taken, out.valid & out.ready)
+                f.check(f"bcast{c}_each_word_once", copies == bcast_queues[c].level)
+            if len(group) > 1:
+                a, b = bcast_queues[group[0]], bcast_queues[group[-1]]
+                f.cover(f"bcast{p}_child_ahead", (a.level == 0) & (b.level == self._fifo_depth))
+        f.cover("error", self.error)
 
 
 class SwarmxTree(wiring.Component):
@@ -411,4 +439,19 @@ class SwarmxTree(wiring.Component):
             for node in level:
                 error = error | node.error
         m.d.comb += self.error.eq(error)
+        if active(platform):
+            self._formal(m, platform)
         return m
+
+    # ---- formal properties (docs/verification.md#formal) ------------------------------------
+    def _formal(self, m, platform):
+        """Stream rules at the tree's ports (the nodes' and units' own properties, asserted
+        below the top, check every internal link)."""
+        f = Properties(m, platform, self)
+        f.input_stream(self.bcast_in, "bcast_in")
+        f.output_stream(self.reduce_out, "reduce_out")
+        for i in range(self._leaves):
+            f.input_stream(self.reduce_in[i], f"reduce_in{i}")
+            f.output_stream(self.bcast_out[i], f"bcast_out{i}")
+        out = self.reduce_out
+        f.cover("reduce_out_last", out.valid & out.ready & out.payload.last)

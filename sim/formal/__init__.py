@@ -2,6 +2,7 @@
 properties in its ``_formal`` method, in small configurations, proved by
 :func:`sim.kit.formal.prove`. ``QUICK`` also runs in ``make test`` (``tests/sim/formal``)."""
 
+from arch.ports import Port
 from hdl.bf16_mul import Bf16Mul
 from hdl.config import preset
 from hdl.fp32_add import Fp32Add
@@ -20,7 +21,7 @@ class Proof:
 
 
 def _router(links=()):
-    from hdl.router import Router
+    from hdl.router import Router    # (imported late: the router is the largest module)
     return Router(preset("tiny", num_colors=2, vc_depth=2), links=links)
 
 
@@ -36,7 +37,7 @@ PROOFS = [
           what="SwarmxNode(3, split), fifo_depth 2"),
     Proof("swarmx_tree", lambda: SwarmxTree(5, fifo_depth=2), steps=12, what="SwarmxTree(5): depth 2"),
     Proof("router", lambda: _router(), steps=12, what="Router, 2 colors, vc_depth 2, boundary ports"),
-    Proof("router_links", lambda: _router(links=("N", "E")), steps=12,
+    Proof("router_links", lambda: _router(links=(Port.N, Port.E)), steps=12,
           what="Router, 2 colors, vc_depth 2, N and E credit links"),
 ]
 

@@ -118,7 +118,7 @@ def prove(component, name, *, steps=20, cover_steps=None, fair_stall=None, cover
             target = _insert_before_endmodule_of_top(bare, f"  always @* assert (!({cm.group(1)}));\n")
             fname = f"cover_{len(seen)}.sv"
             (work / fname).write_text(target)
-            c_status, c_step, _ = sat(work, fname, cover_steps or steps, f"cover_{len(seen)}.log")
+            c_status, c_step, _ = sat(work, fname, cover_steps or min(steps, 10), f"cover_{len(seen)}.log")
             result["covers"][label] = {"reached": c_status == "failed",
                                        "step": c_step if c_status == "failed" else None,
                                        "unreachable": c_status == "proved"}

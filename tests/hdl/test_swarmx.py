@@ -1,5 +1,6 @@
-"""SwarmX RTL: the cocotb benches (tree for N = 1, 2, 4, 7, 16 and a split node) and the
-structural contracts (tree shape, ports, parameter checks)."""
+"""SwarmX RTL: the cocotb benches (tree for N = 1, 2, 4, 7, 16 and a split node; the deep trees
+N = 20, depth 3, and N = 192, depth 4, in the memory-backed harness) and the structural contracts
+(tree shape, ports, parameter checks)."""
 
 import re
 
@@ -10,7 +11,8 @@ from hdl.fp32_add import Fp32Add
 from hdl.swarmx import SwarmxNode, SwarmxReduceUnit, SwarmxTree, tree_shape
 from hdl.tops import build_top
 from hdl.verilog import verilog_text
-from models.swarmx import node_children, node_reduce_latency, tree_depth
+from models.swarmx import SwarmxTiming, node_children, node_reduce_latency, tree_depth
+from sim.harness.swarmx_system import SwarmxSystemHarness
 from sim.kit.runner import run_bench
 
 # Words per random run: the per-cycle Python cost grows with the number of streams.
@@ -36,6 +38,24 @@ def test_swarmx_shallow_fifo_bench():
     run_bench(SwarmxTree(7, fifo_depth=2), "swarmx", "sim.benches.swarmx",
               params={"leaves": 7, "fifo_depth": 2, "adder_latency": Fp32Add.LATENCY,
                       "words": 200, "full_words": 48}, testcase=["random_traffic", "full_rate"])
+
+
+def run_deep_tree(leaves, words, *, run_name=None):
+    """The reduced deep-tree bench (``sim/benches/swarmx_deep.py``); returns its run folder."""
+    return run_bench(SwarmxSystemHarness(leaves, words), "swarmx_deep", "sim.benches.swarmx_deep",
+                     params={"leaves": leaves, "words": words, "adder_latency": Fp32Add.LATENCY, "stall": 96},
+                     run_name=run_name)
+
+
+@pytest.mark.parametrize("leaves, depth", [
+    (20, 3),
+    pytest.param(192, 4, marks=pytest.mark.slow),     # the seed's deployment: ~2 min, mostly elaboration
+])
+def test_swarmx_deep_tree_bench(leaves, depth):
+    """Depth 3 and 4 in RTL: broadcast order, tree-order sums bit for bit, latency = depth x node
+    (checked in the bench against ``SwarmxTiming``), with and without stalls."""
+    assert SwarmxTiming(leaves, Fp32Add.LATENCY).depth == depth == len(tree_shape(leaves))
+    run_deep_tree(leaves, 48 if leaves < 64 else 24)
 
 
 @pytest.mark.parametrize("leaves", [1, 2, 3, 4, 5, 7, 16, 17, 64, 65, 192])
