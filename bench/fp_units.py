@@ -16,7 +16,9 @@ from hdl.bf16_mul import Bf16Mul
 from hdl.config import Config
 from hdl.fp32_add import Fp32Add
 from hdl.tops import build_top
-from sim.benches.fp import UNITS, _parse, build_verilator, prepare_harness, random_pairs
+import numpy as np
+
+from sim.benches.fp import UNITS, _parse, build_verilator, fp_coverage, prepare_harness, random_pairs, run_harness, special_pairs
 from sim.kit.runner import run_bench, run_vvp
 
 TOPS = {"fp32_add": Fp32Add, "bf16_mul": Bf16Mul}
@@ -66,7 +68,15 @@ def run():
         records.append({"unit": unit, "simulator": sim, "target": target, "vectors": n,
                         "compile_seconds": compile_s, "seconds": seconds, "vectors_per_second": rate})
 
+    coverage = []
     for unit in UNITS:
+        # Coverage of what went through the RTL under Icarus: the special pairs (through the stream
+        # top, with gaps and back-pressure) and the random pairs of the Icarus runs below.
+        sa, sb = special_pairs(unit)
+        _checked(run_harness(unit, sa, sb, target="stream", gap=30, stall=50, tag="bench-specials"),
+                 len(sa), f"{unit} special pairs under Icarus")
+        ra, rb = random_pairs(unit, ICARUS_VECTORS, seed=1)
+        coverage += fp_coverage(unit, np.concatenate([sa, ra]), np.concatenate([sb, rb]))
         test_dir = run_bench(build_top(unit, Config()), unit, "sim.benches.fp", testcase="stream_traffic",
                              run_name=f"bench-{unit}",
                              params={"unit": unit, "vectors": "random", "n": COCOTB_VECTORS,
@@ -98,5 +108,5 @@ def run():
                         "columns": ["unit", "simulator", "target", "vectors", "compile s", "run s",
                                     "vectors/s"],
                         "rows": rows}],
-            "results": records,
+            "results": records, "coverage": coverage,
             "verilator": shutil.which("verilator") is not None}

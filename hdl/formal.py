@@ -22,7 +22,7 @@ __all__ = ["FormalPlatform", "active", "is_top", "Properties"]
 class FormalPlatform(str):
     """``platform`` argument of a formal elaboration: equal to ``"formal"``, plus the top
     component (``top``), the bound of the consumer's stalls assumed at the top (``fair_stall``:
-    ``None`` = any stall, ``R`` = an offered word is taken within ``R`` cycles) and a register of
+    ``None`` = any stall, ``R`` = at most ``R`` stalled cycles in a row) and a register of
     the statements made (``statements``: ``(kind, block, name)``)."""
 
     def __new__(cls, top, *, fair_stall=None):
@@ -31,7 +31,15 @@ class FormalPlatform(str):
         obj.fair_stall = fair_stall
         obj.statements = []
         obj.probes = {}
+        obj.derived = set()
         return obj
+
+    def derive(self, component):
+        """Declare that ``component``'s input streams are a combinational function of a stream its
+        parent proves held (e.g. the result stage of an fp unit, fed by the core from the operand
+        stage): their held rule follows from that one, so it is not re-proved by SAT, which would
+        mean proving the core equal to itself across cycles (hard for a multiplier)."""
+        self.derived.add(id(component))
 
     def probe(self, component, name, width):
         """A signal shared by a block (which drives it in its ``_formal``) and its parent (which
@@ -102,13 +110,16 @@ class Properties:
         return ~stalled | (port.valid & (Value.cast(port.payload) == payload))
 
     def input_stream(self, port, name):
-        """Rules of an input stream (``In(stream.Signature)``): the producer holds its word; with
-        ``fair_stall`` at the top nothing else is assumed (the producer may pause forever)."""
+        """Rules of an input stream (``In(stream.Signature)``): the producer holds its word (the
+        producer may pause forever). Skipped for a block its parent declared derived."""
+        if id(self.component) in getattr(self.platform, "derived", ()):
+            self._record("derived", f"{name}_held")
+            return
         self.rule(f"{name}_held", self.held(port, name))
 
     def output_stream(self, port, name):
         """Rules of an output stream: the block holds its word until taken; at the top of a proof
-        with ``fair_stall = R`` the consumer is assumed to take a word within ``R`` cycles."""
+        with ``fair_stall = R`` the consumer is assumed to stall at most ``R`` cycles in a row."""
         self.check(f"{name}_held", self.held(port, name))
         fair = getattr(self.platform, "fair_stall", None)
         if self.top and fair is not None:
@@ -117,7 +128,7 @@ class Properties:
                 self.m.d.sync += waited.eq(waited + 1)
             with self.m.Else():
                 self.m.d.sync += waited.eq(0)
-            self.assume(f"{name}_fair", waited < fair)
+            self.assume(f"{name}_fair", ~(port.valid & ~port.ready) | (waited < fair))
 
     def counter(self, name, width, inc, dec=0):
         """A wrapping checker counter (``inc`` and ``dec`` are 1-bit conditions)."""

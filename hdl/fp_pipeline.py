@@ -63,6 +63,7 @@ class FpStreamUnit(wiring.Component):
         ]
         wiring.connect(m, result.o, wiring.flipped(self.o))
         if active(platform):
+            platform.derive(result)      # result.i = core(operands.o): held when operands.o is
             self._formal(m, platform, [operands, result])
         return m
 

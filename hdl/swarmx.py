@@ -37,7 +37,7 @@ Tree (:class:`SwarmxTree`)
     ``valid``/``payload`` of the outputs) is a function of registers only.
 """
 
-from amaranth import Cat, Const, Module, Signal
+from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -191,15 +191,17 @@ class SwarmxReduceUnit(wiring.Component):
         f.check("error_sticky", ~err_before | self.error)
         f.check("error_only_on_mismatch", self.error == (err_before | joined_bad))
         if f.top and getattr(platform, "fair_stall", None) is not None:
-            # ``last`` exactly once per reduction: every issued pair whose inputs end a vector
-            # leaves as exactly one output word with ``last``; none is made up. (Needs a consumer
-            # that takes a word within ``fair_stall`` cycles, so that k-induction closes.)
-            l_in = f.counter("last_in", 4, issue & last)
-            l_out = f.counter("last_out", 4, pop & self.o.payload.last)
-            pending = Signal(4, name="last_pending")
-            m.d.comb += pending.eq(l_in - l_out)
-            f.check("last_never_made_up", pending <= count)
-            f.check("last_exactly_once", (count != 0) | (pending == 0))
+            # ``last`` exactly once per reduction: every output word carries the ``last`` of the
+            # pair it was joined from (a checker shift register of the words in flight, oldest
+            # first); with one word out per pair (credit accounting above) a reduction's ``last``
+            # leaves exactly once and none is made up. Needs a consumer that stalls at most
+            # ``fair_stall`` cycles in a row, so that k-induction closes (a word cannot wait forever).
+            shadow = Signal(depth, name="last_shadow")
+            shifted = Mux(pop, shadow >> 1, shadow)
+            tail = Mux(pop, count - 1, count)[:depth.bit_length()]
+            pushed = (shifted & ~(Const(1, depth) << tail)) | (last << tail)
+            m.d.sync += shadow.eq(Mux(issue, pushed, shifted)[:depth])
+            f.check("last_of_its_pair", ~self.o.valid | (self.o.payload.last == shadow[0]))
         f.cover("credit_limit", (count == depth) & self.a.valid)
         f.cover("last_out", pop & self.o.payload.last)
         if self._inputs == 2:

@@ -426,3 +426,104 @@ async def valid_without_ready(dut):
         if int(dut.o__valid.value):
             got.append(int(dut.o__payload.value))
     assert got == expected[:4], "the four buffered results must drain in order"
+
+
+# ---- functional coverage (sim.kit.coverage): IEEE class pairs and rounding cases ---------------
+
+FP_CLASSES = ("zero", "subnormal", "normal", "inf", "qnan", "snan")
+ROUNDING = ("exact", "down", "up", "tie_down_even", "tie_up_even", "overflow", "underflow_subnormal",
+            "underflow_zero", "invalid")
+
+
+def fp_class(unit, values):
+    """IEEE class names of operand bit patterns (fp32, or bf16 for the multiplier)."""
+    width = UNITS[unit][0]
+    v = np.asarray(values).astype(np.uint64)
+    mbits = 23 if width == 32 else 7
+    exp = (v >> mbits) & 0xFF
+    man = v & ((1 << mbits) - 1)
+    quiet = (man >> (mbits - 1)) & 1
+    out = np.full(v.shape, "normal", dtype=object)
+    out[(exp == 0) & (man == 0)] = "zero"
+    out[(exp == 0) & (man != 0)] = "subnormal"
+    out[(exp == 0xFF) & (man == 0)] = "inf"
+    out[(exp == 0xFF) & (man != 0) & (quiet == 1)] = "qnan"
+    out[(exp == 0xFF) & (man != 0) & (quiet == 0)] = "snan"
+    return out
+
+
+def rounding_case(unit, a, b):
+    """How each result was rounded: ``exact``; inexact ``down``/``up`` in magnitude (remainder
+    below/above half an ulp) or a tie to even (``tie_down_even``/``tie_up_even``); ``overflow``
+    (finite operands, infinite result), ``underflow_subnormal``/``underflow_zero`` (inexact,
+    result subnormal or zero); ``invalid`` (a NaN from non-NaN operands). NaN operands and
+    infinite operands are classed ``exact`` (no rounding)."""
+    y = golden(unit, a, b)
+    with np.errstate(all="ignore"):
+        return _rounding_case(unit, a, b, y)
+
+
+def _rounding_case(unit, a, b, y):
+    if unit == "fp32_add":
+        fa = a.view(np.float32).astype(np.float64)
+        fb = b.view(np.float32).astype(np.float64)
+        with np.errstate(all="ignore"):
+            exact = fa + fb                      # exact when the exponents are at most 28 apart
+        _, ea = np.frexp(fa)
+        _, eb = np.frexp(fb)
+        far = (fa != 0) & (fb != 0) & (np.abs(ea - eb) > 28)
+    else:
+        fa = (a.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+        fb = (b.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+        with np.errstate(all="ignore"):
+            exact = fa * fb                      # 8 x 8-bit significands: exact in float64
+        far = np.zeros(len(a), dtype=bool)
+    r = y.view(np.float32).astype(np.float64)
+    out = np.full(len(a), "exact", dtype=object)
+    finite_in = np.isfinite(fa) & np.isfinite(fb)
+    with np.errstate(all="ignore"):
+        diff = np.abs(exact) - np.abs(r)         # > 0: rounded down in magnitude
+        rbits = y.astype(np.int64) & 0x7FFFFFFF
+        ulp = np.where((rbits >> 23) == 0, 2.0 ** -149, np.ldexp(1.0, ((rbits >> 23) - 150).astype(int)))
+        half = ulp / 2
+    inexact = finite_in & np.isfinite(r) & (exact != r)
+    down = inexact & (diff > 0)
+    tie = inexact & (np.abs(diff) == half)
+    out[down] = "down"
+    out[inexact & ~down] = "up"
+    out[tie & down] = "tie_down_even"
+    out[tie & ~down] = "tie_up_even"
+    big = far & finite_in                                  # the smaller operand is far below half an ulp
+    same_sign = np.signbit(fa) == np.signbit(fb)
+    out[big & same_sign] = "down"
+    out[big & ~same_sign] = "up"
+    sub = inexact & ((rbits >> 23) == 0)
+    out[sub & (rbits != 0)] = "underflow_subnormal"
+    out[sub & (rbits == 0)] = "underflow_zero"
+    out[finite_in & np.isinf(r)] = "overflow"
+    nan_in = np.isnan(fa) | np.isnan(fb)
+    out[~nan_in & np.isnan(r)] = "invalid"
+    return out
+
+
+def fp_coverage(unit, a, b):
+    """Coverage reports of ``unit`` for operand pairs ``(a, b)`` that went through the RTL."""
+    from sim.kit.coverage import Coverage
+
+    ca, cb = fp_class(unit, a), fp_class(unit, b)
+    pairs = Coverage(f"{unit} IEEE class pairs", {"a": FP_CLASSES, "b": FP_CLASSES})
+    keys, counts = np.unique(np.stack([ca, cb]).astype(str), axis=1, return_counts=True)
+    for (x, y), n in zip(keys.T, counts, strict=True):
+        pairs.hit(int(n), a=x, b=y)
+
+    # Unreachable by arithmetic, not by stimulus: a sum whose result is subnormal is exact (both
+    # operands are multiples of the smallest subnormal); a bf16 product has at most 16 significant
+    # bits, so it is rounded only when it underflows or overflows.
+    never = {"fp32_add": ("underflow_subnormal", "underflow_zero"),
+             "bf16_mul": ("down", "up", "tie_down_even", "tie_up_even")}[unit]
+    rnd = Coverage(f"{unit} rounding", {"rounding": ROUNDING}, lambda b_: b_["rounding"] not in never,
+                   note=f"unreachable: {', '.join(never)}")
+    keys, counts = np.unique(rounding_case(unit, a, b).astype(str), return_counts=True)
+    for k, n in zip(keys, counts, strict=True):
+        rnd.hit(int(n), rounding=k)
+    return [pairs.report(), rnd.report()]

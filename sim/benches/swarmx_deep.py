@@ -17,7 +17,7 @@ phase alone. Checked, per phase:
 
 Parameters (``sim.kit.params()``): ``leaves``, ``words`` (per phase), ``adder_latency``,
 ``stall`` (LFSR threshold 0..255 of the stalled run). Writes ``stats.json`` (latencies and rates)
-and ``coverage.json`` (SwarmX bins: leaf x last x back-pressure, from the recorded stamps).
+and ``coverage.json`` (hits of the SwarmX bins leaf x direction x last x back-pressure).
 """
 
 import json
@@ -64,7 +64,7 @@ async def _broadcast(dut, n, words, stall, rng):
         got = read_words(rec.mem, words)
         assert got.tolist() == stream.tolist(), f"leaf {i}: broadcast words differ or out of order"
         stamps.append(read_words(rec.stamps, words).astype(np.int64))
-    return first_in, np.array(stamps)
+    return first_in, np.array(stamps), stream
 
 
 async def _reduce(dut, n, words, stall, rng):
@@ -92,18 +92,18 @@ async def deep_tree(dut):
     rng = np.random.default_rng(cocotb.RANDOM_SEED)
     await reset(dut)
 
-    b_first, b_stamps = await _broadcast(dut, n, words, 0, rng)
+    b_first, b_stamps, b_words = await _broadcast(dut, n, words, 0, rng)
     b_lat = sorted({int(s[0]) - b_first for s in b_stamps})
     assert b_lat == [timing.broadcast_latency], f"broadcast latency {b_lat}, model {timing.broadcast_latency}"
     assert all(np.all(np.diff(s) == 1) for s in b_stamps), "broadcast not one word per cycle"
 
-    r_first, r_stamps, _ = await _reduce(dut, n, words, 0, rng)
+    r_first, r_stamps, r_lasts = await _reduce(dut, n, words, 0, rng)
     r_lat = int(r_stamps[0]) - r_first
     assert r_lat == timing.reduce_latency, f"reduce latency {r_lat}, model {timing.reduce_latency}"
     assert np.all(np.diff(r_stamps) == 1), "reduce not one word per cycle"
 
     stall = p.get("stall", 96)
-    _, sb_stamps = await _broadcast(dut, n, words, stall, rng)
+    _, sb_stamps, sb_words = await _broadcast(dut, n, words, stall, rng)
     _, sr_stamps, s_lasts = await _reduce(dut, n, words, stall, rng)
 
     Path("stats.json").write_text(json.dumps({
@@ -114,18 +114,16 @@ async def deep_tree(dut):
         "reduce_words_per_cycle": words / int(r_stamps[-1] - r_stamps[0] + 1),
         "stalled_broadcast_cycles": int(sb_stamps.max()), "stalled_reduce_cycles": int(sr_stamps[-1]),
     }))
-    # Coverage from the recorded stamps: a leaf saw back-pressure when its recorder took a word
-    # later than one cycle after the previous one (stalled run) and none in the full-rate run.
+    # Coverage (sim.kit.coverage bins of bench/swarmx.py): per leaf and direction, words with and
+    # without ``last``, in the full-rate phase ("free") and the phase with random stalls at every
+    # player and recorder ("stalled"). Broadcast ``last`` is bit 32 of the word each leaf received.
     hits = []
-    for i in range(n):
-        for stamps, bp in ((b_stamps[i], False), (sb_stamps[i], True)):
-            gaps = np.diff(stamps) > 1
-            if bp == bool(gaps.any()):
-                hits.append({"leaf": i, "dir": "bcast", "backpressure": bp})
-    for stamps, lasts, bp in ((r_stamps, None, False), (sr_stamps, s_lasts, True)):
-        gaps = np.diff(stamps) > 1
-        if bp == bool(gaps.any()):
-            flags = [False, True] if lasts is None or lasts.any() else [False]
-            for last in flags:
-                hits.append({"dir": "reduce", "last": last, "backpressure": bp})
+    for bp, stream, lasts in (("free", b_words, r_lasts), ("stalled", sb_words, s_lasts)):
+        b_last = (np.asarray(stream, dtype=np.uint64) >> 32).astype(bool)
+        for i in range(n):
+            for d, flags in (("bcast", b_last), ("reduce", lasts)):
+                for last in (False, True):
+                    k = int(np.sum(flags == last))
+                    if k:
+                        hits.append({"leaf": i, "dir": d, "last": last, "backpressure": bp, "count": k})
     Path("coverage.json").write_text(json.dumps({"leaves": n, "hits": hits}))
