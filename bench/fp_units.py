@@ -12,13 +12,22 @@ import shutil
 import subprocess
 import time
 
+import numpy as np
+
 from hdl.bf16_mul import Bf16Mul
 from hdl.config import Config
 from hdl.fp32_add import Fp32Add
 from hdl.tops import build_top
-import numpy as np
-
-from sim.benches.fp import UNITS, _parse, build_verilator, fp_coverage, prepare_harness, random_pairs, run_harness, special_pairs
+from sim.benches.fp import (
+    UNITS,
+    _parse,
+    build_verilator,
+    fp_coverage,
+    prepare_harness,
+    random_pairs,
+    run_harness,
+    special_pairs,
+)
 from sim.kit.runner import run_bench, run_vvp
 
 TOPS = {"fp32_add": Fp32Add, "bf16_mul": Bf16Mul}

@@ -82,8 +82,8 @@ from arch.router_map import (
 from arch.wavelet import COLOR_BITS, DATA_BITS, MAX_COLORS
 
 from .config import refuse
-from .formal import Properties, active
 from .config_bus import ConfigBus
+from .formal import Properties, active
 from .layouts import cat_fields
 from .wavelet import Wavelet
 

@@ -16,12 +16,13 @@ class Proof:
     """``make()`` builds the top; ``steps`` bounds the base case and the induction length;
     ``fair_stall`` (cycles) bounds the consumer's stalls at the top (``None``: any)."""
 
-    def __init__(self, name, make, *, steps=20, fair_stall=None, what=""):
+    def __init__(self, name, make, *, steps=20, fair_stall=None, covers="top", what=""):
         self.name, self.make, self.steps, self.fair_stall, self.what = name, make, steps, fair_stall, what
+        self.covers = covers
 
 
 def _router(links=()):
-    from hdl.router import Router    # (imported late: the router is the largest module)
+    from hdl.router import Router  # (imported late: the router is the largest module)
     return Router(preset("tiny", num_colors=2, vc_depth=2), links=links)
 
 
@@ -29,7 +30,7 @@ PROOFS = [
     Proof("skid_buffer", lambda: SkidBuffer(8), what="SkidBuffer(8)"),
     Proof("fp32_add", Fp32Add, steps=8, what="Fp32Add stream unit"),
     Proof("bf16_mul", Bf16Mul, steps=8, what="Bf16Mul stream unit"),
-    Proof("swarmx_unit", lambda: SwarmxReduceUnit(2), steps=12, what="SwarmxReduceUnit(2)"),
+    Proof("swarmx_unit", lambda: SwarmxReduceUnit(2), steps=12, covers="all", what="SwarmxReduceUnit(2)"),
     Proof("swarmx_unit_last", lambda: SwarmxReduceUnit(2), steps=16, fair_stall=1,
           what="SwarmxReduceUnit(2), consumer stalls <= 1 cycle: last accounting"),
     Proof("swarmx_node", lambda: SwarmxNode(4, fifo_depth=2), steps=12, what="SwarmxNode(4), fifo_depth 2"),

@@ -18,12 +18,24 @@ def summary_rows(results):
     for r in results:
         covers = r["covers"].values()
         reached = sum(1 for c in covers if c["reached"])
+        never = sum(1 for c in covers if c["unreachable"])
         rows.append([r["name"], r["what"], r["asserts"], r["assumes"], r["netlist_asserts"],
-                     r["status"], r["steps"], f"{reached}/{len(r['covers'])}", r["seconds"]])
+                     r["status"], r["steps"], f"{reached} / {never} / {len(r['covers']) - reached - never}",
+                     r["seconds"]])
     return rows
 
 
-COLUMNS = ["proof", "top", "asserts", "assumes", "netlist asserts", "result", "k", "covers reached", "s"]
+COLUMNS = ["proof", "top", "asserts", "assumes", "netlist asserts", "result", "k",
+           "covers reached / proved unreachable / open", "s"]
+
+
+def print_table(console, results):
+    table = Table(title="formal: stream properties (BMC + k-induction, Yosys sat)")
+    for c in COLUMNS:
+        table.add_column(c, justify="right")
+    for row in summary_rows(results):
+        table.add_row(*(str(v) for v in row))
+    console.print(table)
 
 
 def main(argv=None):
@@ -40,18 +52,15 @@ def main(argv=None):
     for p in PROOFS:
         if args.names and p.name not in args.names:
             continue
-        r = prove(p.make(), p.name, steps=p.steps, fair_stall=p.fair_stall)
+        r = prove(p.make(), p.name, steps=p.steps, fair_stall=p.fair_stall, covers=p.covers)
         r["what"] = p.what
         results.append(r)
-        missed = [k for k, c in r["covers"].items() if not c["reached"]]
+        never = [k for k, c in r["covers"].items() if c["unreachable"]]
+        missed = [k for k, c in r["covers"].items() if not c["reached"] and not c["unreachable"]]
         console.print(f"{p.name}: {r['status']} (k = {r['steps']}, {r['seconds']} s)"
-                      + (f"; covers not reached: {', '.join(missed)}" if missed else ""))
-    table = Table(title="formal: stream properties (BMC + k-induction, Yosys sat)")
-    for c in COLUMNS:
-        table.add_column(c, justify="right")
-    for row in summary_rows(results):
-        table.add_row(*(str(v) for v in row))
-    console.print(table)
+                      + (f"; covers proved unreachable: {', '.join(never)}" if never else "")
+                      + (f"; covers not reached within the bound: {', '.join(missed)}" if missed else ""))
+    print_table(console, results)
     BUILD.mkdir(parents=True, exist_ok=True)
     out = BUILD / "formal.json"
     previous = json.loads(out.read_text()) if out.exists() and args.names else {"proofs": []}

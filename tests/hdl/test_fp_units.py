@@ -13,7 +13,15 @@ from hdl.bf16_mul import Bf16Mul
 from hdl.config import Config
 from hdl.fp32_add import Fp32Add
 from hdl.tops import build_top
-from sim.benches.fp import golden, random_pairs, run_core_harness, run_harness, special_pairs
+from sim.benches.fp import (
+    fp_coverage,
+    golden,
+    random_pairs,
+    rounding_case,
+    run_core_harness,
+    run_harness,
+    special_pairs,
+)
 from sim.kit.runner import run_bench
 
 # Literal IEEE-754 binary32 facts (not from numpy): (a, b, a + b).
@@ -202,3 +210,19 @@ def test_port_contract(unit):
         decl = f"[{bits - 1}:0] {port};" if bits > 1 else f" {port};"
         assert any(line.strip().startswith(("input", "output")) and line.endswith(decl)
                    for line in text.splitlines()), port
+
+
+@pytest.mark.parametrize("unit", ["fp32_add", "bf16_mul"])
+def test_coverage_of_bench_vectors(unit):
+    """The vectors of ``bench fp_units`` (special pairs + random pairs) fill every reachable IEEE
+    class pair and rounding bin; the rounding classifier agrees with hand-made cases."""
+    sa, sb = special_pairs(unit)
+    ra, rb = random_pairs(unit, 100_000, seed=1)
+    for report in fp_coverage(unit, np.concatenate([sa, ra]), np.concatenate([sb, rb])):
+        assert report["empty_reachable"] == [], report["name"]
+    if unit == "fp32_add":
+        one, ulp = 0x3F800000, 0x33800000                  # 1.0 and 2**-24 (half an ulp of 1.0)
+        a = np.array([one, one, 0x3F800001, 0x7F7FFFFF, 0x7F800000], dtype=np.uint32)
+        b = np.array([one, ulp, ulp, 0x7F7FFFFF, 0xFF800000], dtype=np.uint32)
+        assert rounding_case(unit, a, b).tolist() == ["exact", "tie_down_even", "tie_up_even", "overflow",
+                                                      "invalid"]

@@ -2,6 +2,7 @@
 N = 20, depth 3, and N = 192, depth 4, in the memory-backed harness) and the structural contracts
 (tree shape, ports, parameter checks)."""
 
+import json
 import re
 
 import pytest
@@ -55,7 +56,13 @@ def test_swarmx_deep_tree_bench(leaves, depth):
     """Depth 3 and 4 in RTL: broadcast order, tree-order sums bit for bit, latency = depth x node
     (checked in the bench against ``SwarmxTiming``), with and without stalls."""
     assert SwarmxTiming(leaves, Fp32Add.LATENCY).depth == depth == len(tree_shape(leaves))
-    run_deep_tree(leaves, 48 if leaves < 64 else 24)
+    test_dir = run_deep_tree(leaves, 48 if leaves < 64 else 24)
+    stats = json.loads((test_dir / "stats.json").read_text())
+    assert stats["depth"] == depth
+    assert stats["reduce_latency"] == depth * SwarmxNode.reduce_latency()
+    hits = json.loads((test_dir / "coverage.json").read_text())["hits"]
+    bins = {(h["leaf"], h["dir"], h["last"], h["backpressure"]) for h in hits}
+    assert len(bins) == leaves * 2 * 2 * 2, "a leaf x direction x last x back-pressure bin stayed empty"
 
 
 @pytest.mark.parametrize("leaves", [1, 2, 3, 4, 5, 7, 16, 17, 64, 65, 192])
