@@ -16,9 +16,9 @@ class Proof:
     """``make()`` builds the top; ``steps`` bounds the base case and the induction length;
     ``fair_stall`` (cycles) bounds the consumer's stalls at the top (``None``: any)."""
 
-    def __init__(self, name, make, *, steps=20, fair_stall=None, covers="top", what=""):
+    def __init__(self, name, make, *, steps=20, fair_stall=None, covers="top", cover_steps=None, what=""):
         self.name, self.make, self.steps, self.fair_stall, self.what = name, make, steps, fair_stall, what
-        self.covers = covers
+        self.covers, self.cover_steps = covers, cover_steps
 
 
 def _router(links=()):
@@ -36,7 +36,9 @@ PROOFS = [
     Proof("swarmx_node", lambda: SwarmxNode(4, fifo_depth=2), steps=12, what="SwarmxNode(4), fifo_depth 2"),
     Proof("swarmx_split_node", lambda: SwarmxNode(3, split=True, fifo_depth=2), steps=12,
           what="SwarmxNode(3, split), fifo_depth 2"),
-    Proof("swarmx_tree", lambda: SwarmxTree(5, fifo_depth=2), steps=12, what="SwarmxTree(5): depth 2"),
+    # a word needs 2 x (2 L + 3) = 14 cycles from the leaves to the root: covers look 16 deep
+    Proof("swarmx_tree", lambda: SwarmxTree(5, fifo_depth=2), steps=12, cover_steps=16,
+          what="SwarmxTree(5): depth 2"),
     Proof("router", lambda: _router(), steps=12, what="Router, 2 colors, vc_depth 2, boundary ports"),
     Proof("router_links", lambda: _router(links=(Port.N, Port.E)), steps=12,
           what="Router, 2 colors, vc_depth 2, N and E credit links"),

@@ -52,7 +52,8 @@ def main(argv=None):
     for p in PROOFS:
         if args.names and p.name not in args.names:
             continue
-        r = prove(p.make(), p.name, steps=p.steps, fair_stall=p.fair_stall, covers=p.covers)
+        r = prove(p.make(), p.name, steps=p.steps, fair_stall=p.fair_stall, covers=p.covers,
+                  cover_steps=p.cover_steps)
         r["what"] = p.what
         results.append(r)
         never = [k for k, c in r["covers"].items() if c["unreachable"]]
