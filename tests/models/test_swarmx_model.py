@@ -128,7 +128,7 @@ def _run(model, n, words, *, leaf_offer=None, child_ready=None, cycles=400):
     return bin_t, bout_t, rin_t, rout_t
 
 
-@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 7, 16, 17, 33, 64, 65])
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 7, 16, 17, 20, 33, 64, 65, 192])   # 20, 192: the RTL's deep trees
 @pytest.mark.parametrize("adder_latency", [1, 2, 5])
 def test_cycle_model_full_rate_matches_timing(n, adder_latency):
     timing = SwarmxTiming(n, adder_latency)
