@@ -66,7 +66,9 @@ def main(argv=None):
     out = BUILD / "formal.json"
     previous = json.loads(out.read_text()) if out.exists() and args.names else {"proofs": []}
     kept = [r for r in previous.get("proofs", []) if r["name"] not in {x["name"] for x in results}]
-    out.write_text(json.dumps({"columns": COLUMNS, "proofs": kept + results}, indent=2))
+    order = {p.name: k for k, p in enumerate(PROOFS)}
+    proofs = sorted(kept + results, key=lambda r: order.get(r["name"], len(order)))
+    out.write_text(json.dumps({"columns": COLUMNS, "proofs": proofs}, indent=2))
     console.print(f"wrote {out}")
     return 0 if all(r["status"] == "proved" for r in results) else 1
 
