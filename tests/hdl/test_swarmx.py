@@ -1,6 +1,6 @@
 """SwarmX RTL: the cocotb benches (tree for N = 1, 2, 4, 7, 16 and a split node; the deep trees
-N = 20, depth 3, and N = 192, depth 4, in the memory-backed harness) and the structural contracts
-(tree shape, ports, parameter checks)."""
+N = 20, depth 3, and N = 65, depth 4, in the memory-backed harness; N = 192 in ``make bench``)
+and the structural contracts (tree shape, ports, parameter checks)."""
 
 import json
 import re
@@ -48,10 +48,9 @@ def run_deep_tree(leaves, words, *, run_name=None):
                      run_name=run_name)
 
 
-@pytest.mark.parametrize("leaves, depth", [
-    (20, 3),
-    pytest.param(192, 4, marks=pytest.mark.slow),     # the seed's deployment: ~2 min, mostly elaboration
-])
+# Depth 3 and the smallest depth-4 tree; N = 192 (the seed's deployment, ~2 min, mostly elaboration)
+# runs the same bench in ``make bench ARGS=swarmx``.
+@pytest.mark.parametrize("leaves, depth", [(20, 3), (65, 4)])
 def test_swarmx_deep_tree_bench(leaves, depth):
     """Depth 3 and 4 in RTL: broadcast order, tree-order sums bit for bit, latency = depth x node
     (checked in the bench against ``SwarmxTiming``), with and without stalls."""
