@@ -1,5 +1,7 @@
 """PE benchmarks: FMAC lane utilization of the forward micro-kernel (docs/architecture.md#layer-mapping) on rows and
-columns of PE tiles, the PE core at line rate, and simulation speed (cocotb + Icarus)."""
+columns of PE tiles, the PE core at line rate, simulation speed (cocotb + Icarus), and the PE core's functional
+coverage (operation x fault x chaining, sim/benches/pe_coverage.py): directed and random programs run on the RTL,
+checked against the golden model, their bins written to build/bench/pe.coverage.json."""
 
 import json
 import time
@@ -12,6 +14,7 @@ from hdl.config import preset
 from hdl.mesh import Mesh
 from hdl.pe_core import PeCore
 from sim.benches.pe import Program, desc_writes, sram_writes
+from sim.benches.pe_coverage import coverage_table, directed_programs, fill, pe_coverage, random_programs
 from sim.benches.tile import forward_kernel_setup
 from sim.kit.runner import run_bench
 
@@ -70,8 +73,34 @@ def _core_line_rate(K, R):
             round(res["sim_cycles"] / res["sim_seconds"])]
 
 
+RANDOM_PROGRAMS = 4
+
+
+def _coverage_runs():
+    """The coverage programs on the RTL (random input gaps and output back-pressure), each checked
+    against the model before its bins count. Returns the table rows and the coverage report."""
+    cov = pe_coverage(f"PE core, lanes {CFG.lanes}, {CFG.num_tasks} tasks, {CFG.num_colors} colors")
+    rng = np.random.default_rng(3)
+    rows = []
+    for name, prog in directed_programs(CFG) + random_programs(CFG, RANDOM_PROGRAMS, seed=2):
+        gap, stall = (0.2, 0.3) if name.startswith("directed") else [round(float(p), 2) for p in rng.random(2) * 0.6]
+        test_dir = run_bench(PeCore(CFG), "pe_core", "sim.benches.pe",
+                             params=prog.params(gap_prob=gap, stall_prob=stall),
+                             run_name=f"bench-coverage-{name.replace(' ', '-')}")
+        res = json.loads((test_dir / "result.json").read_text())
+        prog.check(res)                     # RTL == model, before the bins count
+        before = sum(1 for n in cov.counts.values() if n)
+        fill(cov, [prog])
+        rows.append([name, len(prog.steps), sum(len(s["wavelets"]) for s in prog.steps), len(prog.model.out),
+                     gap, stall, res["sim_cycles"], len(prog.model.bins),
+                     len({tuple(b.values()) for b in prog.model.bins}),
+                     sum(1 for n in cov.counts.values() if n) - before])
+    return rows, cov.report()
+
+
 def run():
     start = time.perf_counter()
+    cov_rows, cov_report = _coverage_runs()
     kernel_rows = [_kernel(1, 4, 16, 32, 0.0), _kernel(4, 1, 16, 8, 0.0), _kernel(2, 2, 16, 16, 0.0),
                    _kernel(1, 4, 16, 32, 0.5), _kernel(1, 4, 16, 128, 0.0, sram_words=512)]
     core_rows = [_core_line_rate(64, 32)]
@@ -86,7 +115,15 @@ def run():
              "columns": ["top", "weights", "cycles", "FMAC cycles (all lanes)", "lane utilization",
                          "sim cycles/s"],
              "rows": core_rows},
+            {"title": f"PE core coverage programs (lanes={CFG.lanes}, RTL == model checked)",
+             "columns": ["program", "steps", "wavelets in", "words out", "gap p", "stall p", "sim cycles",
+                         "bin hits", "distinct bins", "new bins"],
+             "rows": cov_rows},
+            {"title": "PE core coverage: op x fault x chaining (hits; '-' unreachable)",
+             "columns": ["op", "fault", "standalone", "chained-into", "chains-out"],
+             "rows": coverage_table(cov_report)},
         ],
-        "kernel_rows": kernel_rows, "core_rows": core_rows,
+        "kernel_rows": kernel_rows, "core_rows": core_rows, "coverage_rows": cov_rows,
+        "coverage": [cov_report],
         "seconds": round(time.perf_counter() - start, 1),
     }

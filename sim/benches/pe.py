@@ -109,10 +109,12 @@ class Program:
     """Steps (configuration writes, wavelets, read-backs) run on :class:`models.pe.PeModel` as
     they are added; :meth:`check` compares a bench result with the model, value for value."""
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, model=None):
+        """``model``: the model class (default :class:`models.pe.PeModel`; the coverage bins use
+        ``sim.benches.pe_coverage.CoveredPeModel``)."""
         from models.pe import PeModel
         self.cfg = cfg
-        self.model = PeModel(lanes=cfg.lanes, sram_words=cfg.sram_words,
+        self.model = (model or PeModel)(lanes=cfg.lanes, sram_words=cfg.sram_words,
                              num_tasks=cfg.num_tasks, num_colors=cfg.num_colors)
         self.steps = []
         self.expected_reads = []

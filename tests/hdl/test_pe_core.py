@@ -315,3 +315,54 @@ def test_backward_data_kernel():
     want = list((kernels.backward_data(w16, dz16, x16).astype(np.uint32) << 16).ravel())
     assert prog.expected_reads[1][:K * L] == want
     run(cfg, prog, gap_prob=0.3)
+
+
+# ---- functional coverage: operation x fault x chaining (sim/benches/pe_coverage.py) ----------
+
+def test_pe_coverage_bins():
+    """The bins a program notes: each finished run once (standalone, chain head, chained run),
+    the sticky fault only, on the descriptor it names; UNBOUND on a never-bound color apart."""
+    from sim.benches.pe_coverage import CoveredPeModel, pe_coverage, unreachable_reason
+    cfg, L = TINY, TINY.lanes
+    fault = status(cfg, "FAULT")
+    prog = Program(cfg, model=CoveredPeModel)
+    fmac = dict(op=Op.FMAC, enable=1, a_base=0, a_stride=L, count=2, reps=1, dst_base=64)
+    prog.step(writes=desc_writes(cfg, 2, **dict(fmac, color=2, enable=0, dst_base=80))
+              + desc_writes(cfg, 1, **dict(fmac, color=1, chain=1, next=2))
+              + desc_writes(cfg, 0, **dict(fmac, color=0)),
+              wavelets=[(0, 0x3F800000)] * 2 + [(1, 0x3F800000)] * 2 + [(2, 0x3F800000)] * 2)
+    prog.step(wavelets=[(3, 1)])                                    # nothing bound to color 3
+    prog.step(writes=[[fault, 0]], wavelets=[(2, 1)])               # after the chained run of 2
+    prog.step(writes=[[fault, 0]] + desc_writes(cfg, 3, op=Op.VEC, vmode=VecMode.DOT, send=1, count=0, reps=1)
+              + desc_writes(cfg, 3, op=Op.STORE, reps=0, chain=1, next=0))   # sticky: the DOT's COUNT only
+    assert prog.model.bins == [
+        {"op": "FMAC", "fault": "none", "chaining": "standalone"},
+        {"op": "FMAC", "fault": "none", "chaining": "chains-out"},
+        {"op": "FMAC", "fault": "none", "chaining": "chained-into"},
+        {"op": "FMAC", "fault": "UNBOUND", "chaining": "chained-into"},
+        {"op": "VEC DOT", "fault": "COUNT", "chaining": "standalone"},
+    ]
+    assert prog.model.unattributed == 1
+    cov = pe_coverage()
+    cov.hit_many(prog.model.bins)
+    r = cov.report()
+    assert (r["bins"], r["reachable"], r["hit"]) == (6 * 9 * 3, 87, 5)
+    assert unreachable_reason({"op": "STORE", "fault": "ACC_CONFLICT", "chaining": "standalone"})
+    cov.hit(op="VEC ADD", fault="UNBOUND", chaining="standalone")
+    with pytest.raises(AssertionError, match="unreachable were hit"):
+        cov.report()
+    run(cfg, prog)
+
+
+def test_pe_coverage_directed_programs_fill_every_reachable_bin():
+    from sim.benches.pe_coverage import directed_programs, fill, pe_coverage
+    r = fill(pe_coverage(), [p for _, p in directed_programs(TINY)]).report()
+    assert r["empty_reachable"] == [] and r["hit"] == r["reachable"] == 87
+
+
+@pytest.mark.parametrize("part", range(3))
+def test_pe_coverage_directed_programs_on_rtl(part):
+    """The directed coverage programs (runs, commit faults, run-time faults) on the RTL == model."""
+    from sim.benches.pe_coverage import directed_programs
+    _, prog = directed_programs(TINY)[part]
+    run(TINY, prog, gap_prob=0.2, stall_prob=0.3)
