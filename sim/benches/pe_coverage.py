@@ -146,7 +146,8 @@ def _rand_words(rng, n):
 
 
 class _Builder:
-    """Scenario helpers on one ``Program``; ``r`` randomizes sizes, colors and data."""
+    """Scenario helpers on one ``Program``; with ``randomize`` sizes, colors, fault values and
+    descriptor indices are drawn from ``rng`` (data always is)."""
 
     def __init__(self, cfg, rng, randomize):
         from sim.benches.pe import Program
@@ -298,43 +299,37 @@ class _Builder:
             self.step(wavelets=[(c[1], 0x3F800000)])
 
 
-def _all_scenarios(b):
-    for op in OPS:
-        b.runs(op)
-    for op in OPS:
-        for fault in COMMIT_FAULTS:
-            for chaining in ("standalone", "chains-out"):
-                if unreachable_reason({"op": op, "fault": fault, "chaining": chaining}) is None:
-                    b.commit_fault(op, fault, chaining)
-    for op in ("FMAC", "STORE"):
-        b.unbound(op)
-        b.dup_color(op)
-    b.acc_conflict()
+PARTS = ("runs", "commit", "run-time")
+
+
+def _scenarios(b, part):
+    """Add the scenarios of ``part`` (one of ``PARTS``) to builder ``b``'s program."""
+    if part == "runs":
+        for op in OPS:
+            b.runs(op)
+    elif part == "commit":
+        for op in OPS:
+            for fault in COMMIT_FAULTS:
+                for chaining in ("standalone", "chains-out"):
+                    if unreachable_reason({"op": op, "fault": fault, "chaining": chaining}) is None:
+                        b.commit_fault(op, fault, chaining)
+    else:
+        for op in ("FMAC", "STORE"):
+            b.unbound(op)
+            b.dup_color(op)
+        b.acc_conflict()
 
 
 def directed_programs(cfg):
-    """Programs (``sim.benches.pe.Program``) that together reach every reachable bin: every
-    operation's runs, every commit fault, the run-time faults (one program per group)."""
+    """Programs (``sim.benches.pe.Program``) that together reach every reachable bin, one per
+    ``PARTS``: every operation's runs, every commit fault, the run-time faults."""
     if cfg.num_tasks < 4 or cfg.num_colors < 3 or cfg.sram_words < 256:
         raise ValueError("the PE coverage programs need num_tasks >= 4, num_colors >= 3, sram_words >= 256")
     rng = np.random.default_rng(1)
     programs = []
-    for part in ("runs", "commit", "run-time"):
+    for part in PARTS:
         b = _Builder(cfg, rng, randomize=False)
-        if part == "runs":
-            for op in OPS:
-                b.runs(op)
-        elif part == "commit":
-            for op in OPS:
-                for fault in COMMIT_FAULTS:
-                    for chaining in ("standalone", "chains-out"):
-                        if unreachable_reason({"op": op, "fault": fault, "chaining": chaining}) is None:
-                            b.commit_fault(op, fault, chaining)
-        else:
-            for op in ("FMAC", "STORE"):
-                b.unbound(op)
-                b.dup_color(op)
-            b.acc_conflict()
+        _scenarios(b, part)
         programs.append((f"directed {part}", b.prog))
     return programs
 
@@ -345,7 +340,8 @@ def random_programs(cfg, n, seed=1):
     programs = []
     for i in range(n):
         b = _Builder(cfg, rng, randomize=True)
-        _all_scenarios(b)
+        for part in PARTS:
+            _scenarios(b, part)
         programs.append((f"random {i}", b.prog))
     return programs
 
