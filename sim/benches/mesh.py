@@ -172,20 +172,35 @@ PROG_MAX = 1 << 14
 def harness_text(top, ports):
     """Verilog of the harness module ``fabric_tb`` driving module ``top`` with ``ports``.
 
-    Data files are read from the folder given with ``+data=<dir>``."""
+    Synchronous, so Icarus and Verilator give the same log byte for byte: one ``always @(posedge
+    clk)`` runs the program as a state machine; it drives the top's inputs with non-blocking
+    assignments and reads its outputs at the edge (their values in the cycle that ends, ``ready``
+    after the payload settled), never after a delay. An operation's first cycle follows the edge
+    that ended the previous one; a read presents its address for one cycle and logs the data in
+    the next (``rdata`` is registered). Data files are read from the folder given with
+    ``+data=<dir>``."""
     P = ports.ports
     n = len(P)
     C = ports.colors
     wavelet, phase = _bits(INPUT_WORD, "wavelet"), _bits(INPUT_WORD, "phase")
     op_op, op_addr, op_data = (_bits(PROGRAM_WORD, f) for f in ("op", "addr", "data"))
+    dumps = []                     # (address, log format, argument) of the deadlock dump's reads
+    for r in range(ports.rows):
+        for q in range(ports.cols):
+            for p in Port:
+                for base, label in ((ADDR_VC_BUSY, "vc_busy"), (ADDR_OUT_BLOCKED, "out_blocked")):
+                    dumps.append((ports.addr(r, q, base + p),
+                                  f"D router {r} {q} {label} port {PORT_NAMES[p]} colors %b", f"cfg_rdata[{C - 1}:0]"))
+            dumps.append((ports.addr(r, q, ADDR_ERROR), f"D router {r} {q} error_status %h", "cfg_rdata"))
     L = [
         "`timescale 1ns/1ps",
         "module fabric_tb;",
+        "  localparam BOOT = 0, RUN = 1, PHASE = 2, READ = 3, READ_DATA = 4, DUMP = 5, DUMP_DATA = 6, DONE = 7;",
         "  reg clk = 0; reg rst = 1;",
         f"  reg [{ADDR_BITS - 1}:0] cfg_addr = 0; reg [{WORD_BITS - 1}:0] cfg_wdata = 0; reg cfg_we = 0;",
         f"  wire [{WORD_BITS - 1}:0] cfg_rdata; wire error;",
         f"  reg [{n - 1}:0] in_valid = 0; wire [{n - 1}:0] in_ready;",
-        f"  reg [{n - 1}:0] took, xfer, more, cand;",
+        f"  reg [{n - 1}:0] took, xfer, more, cand, held, shadow;   // shadow: in_valid after this edge",
         f"  reg {wavelet} in_payload [0:{n - 1}];",
         f"  wire [{n - 1}:0] out_valid; reg [{n - 1}:0] out_ready = 0;",
         f"  wire {wavelet} out_payload [0:{n - 1}];",
@@ -196,7 +211,7 @@ def harness_text(top, ports):
         f"  reg [{n - 1}:0] gaps [0:{CYCLES_MAX - 1}]; reg [{n - 1}:0] stalls [0:{CYCLES_MAX - 1}];",
         f"  reg {_bits(PROGRAM_WORD)} prog [0:{PROG_MAX - 1}];",
         "  reg [8*512-1:0] dir, fname;",
-        f"  integer i, pc, phase, cyc, got, quiet, f, ok, want; reg {_bits(PROGRAM_WORD)} op;",
+        f"  integer i, pc, phase, cyc, got, quiet, f, want, state, boot, dump_i; reg {_bits(PROGRAM_WORD)} op;",
         "  always #5 clk = ~clk;",
         f"  {top} dut (.clk(clk), .rst(rst), .cfg__addr(cfg_addr), .cfg__wdata(cfg_wdata),",
         "    .cfg__we(cfg_we), .cfg__rdata(cfg_rdata), .error(error)",
@@ -209,29 +224,41 @@ def harness_text(top, ports):
                  f".{b}__payload(out_payload[{i}]), .{ports.accept_name(p)}(accept[{i}])")
     L.append("  );")
     L += [
-        "  task tick; begin @(posedge clk); #1; end endtask",
-        "  task dump; begin",
-        "    $fwrite(f, \"D deadlock phase %0d cycle %0d delivered %0d of %0d\\n\", phase, cyc, got, want);",
+        "  // Drives for cycle cyc of the phase: new wavelets where an input is free and not gapped.",
+        "  task offer; begin",
+        f"    cand = more & ~held & ~(cyc < {CYCLES_MAX} ? gaps[cyc] : {n}'d0);",
+        f"    for (i = 0; i < {n}; i = i + 1) if (cand[i]) in_payload[i] <= words[ptr[i]]{wavelet};",
+        "    in_valid <= held | cand; shadow = held | cand;",
+        f"    out_ready <= cyc < {CYCLES_MAX} ? ~stalls[cyc] : ~{n}'d0;",
+        "  end endtask",
+        "  // Start operation prog[pc]: its drives hold in the cycle after this edge.",
+        "  task issue; begin",
+        "    op = prog[pc]; cfg_we <= 0;",
+        f"    if (op{op_op} == 0) begin $fwrite(f, \"E\\n\"); $fclose(f); state = DONE; $finish; end",
+        f"    else if (op{op_op} == 1) begin",
+        f"      cfg_addr <= op{op_addr}; cfg_wdata <= op{op_data}; cfg_we <= 1; pc = pc + 1; state = RUN; end",
+        f"    else if (op{op_op} == 2) begin cfg_addr <= op{op_addr}; state = READ; end",
+        f"    else if (op{op_op} == 3) begin",
+        f"      phase = op{op_addr}; want = op{op_data}; got = 0; quiet = 0; cyc = 0; held = shadow;",
+        f"      for (i = 0; i < {n}; i = i + 1)",
+        f"        more[i] = ptr[i] < first[i] + count[i] && words[ptr[i]]{phase} == phase;",
+        "      offer; state = PHASE; end",
+        "  end endtask",
+        "  task dump_addr; begin",
+        "    case (dump_i)",
     ]
-    for i, p in enumerate(P):
-        L.append(f"    if (ptr[{i}] < first[{i}] + count[{i}]) $fwrite(f, "
-                 f"\"D input {ports.name(p, 'in')} sent %0d of %0d\\n\", ptr[{i}] - first[{i}], "
-                 f"count[{i}]);")
-        L.append(f"    if (out_valid[{i}]) $fwrite(f, \"D output {ports.name(p, 'out')} "
-                 f"holds %h\\n\", out_payload[{i}]);")
-    L.append("    in_valid = 0; out_ready = 0;")
-    for r in range(ports.rows):
-        for q in range(ports.cols):
-            for p in Port:
-                for base, label in ((ADDR_VC_BUSY, "vc_busy"), (ADDR_OUT_BLOCKED, "out_blocked")):
-                    a = ports.addr(r, q, base + p)
-                    L.append(f"    cfg_addr = {a}; tick; if (cfg_rdata != 0) $fwrite(f, "
-                             f"\"D router {r} {q} {label} port {PORT_NAMES[p]} colors %b\\n\", "
-                             f"cfg_rdata[{C - 1}:0]);")
-            a = ports.addr(r, q, ADDR_ERROR)
-            L.append(f"    cfg_addr = {a}; tick; if (cfg_rdata != 0) $fwrite(f, "
-                     f"\"D router {r} {q} error_status %h\\n\", cfg_rdata);")
+    for k, (addr, _, _) in enumerate(dumps):
+        L.append(f"      {k}: cfg_addr <= {addr};")
     L += [
+        "    endcase",
+        "  end endtask",
+        "  task dump_data; begin",
+        "    case (dump_i)",
+    ]
+    for k, (_, fmt, arg) in enumerate(dumps):
+        L.append(f"      {k}: if (cfg_rdata != 0) $fwrite(f, \"{fmt}\\n\", {arg});")
+    L += [
+        "    endcase",
         "  end endtask",
         "  initial begin",
         "    if (!$value$plusargs(\"data=%s\", dir)) dir = \".\";",
@@ -241,46 +268,61 @@ def harness_text(top, ports):
                     ("first", "first"), ("count", "count"), ("accept", "accept")):
         L.append(f"    $sformat(fname, \"%0s/{fn}.hex\", dir); $readmemh(fname, {arr});")
     L += [
-        f"    for (i = 0; i < {n}; i = i + 1) begin ptr[i] = first[i]; in_payload[i] = 0; end",
-        "    tick; tick; rst = 0;",
-        "    pc = 0; op = prog[0];",
-        f"    while (op{op_op} != 0) begin",
-        f"      if (op{op_op} == 1) begin",
-        f"        cfg_addr = op{op_addr}; cfg_wdata = op{op_data}; cfg_we = 1; tick; cfg_we = 0; end",
-        f"      else if (op{op_op} == 2) begin",
-        f"        cfg_addr = op{op_addr}; cfg_we = 0; tick;",
-        f"        $fwrite(f, \"R %0d %0d %0d\\n\", op{op_addr}, cfg_rdata, error); end",
-        f"      else if (op{op_op} == 3) begin",
-        f"        phase = op{op_addr}; want = op{op_data}; got = 0; quiet = 0; cyc = 0;",
-        f"        for (i = 0; i < {n}; i = i + 1)",
-        f"          more[i] = ptr[i] < first[i] + count[i] && words[ptr[i]]{phase} == phase;",
-        f"        while ((got < want || quiet < {TAIL}) && quiet < {WATCHDOG}) begin",
-        f"          cand = more & ~in_valid & ~(cyc < {CYCLES_MAX} ? gaps[cyc] : {n}'d0);",
-        f"          if (cand != 0) for (i = 0; i < {n}; i = i + 1) if (cand[i]) begin",
-        f"            in_valid[i] = 1; in_payload[i] = words[ptr[i]]{wavelet}; end",
-        f"          out_ready = cyc < {CYCLES_MAX} ? ~stalls[cyc] : ~{n}'d0;",
-        "          #3;",
-        "          took = in_valid & in_ready; xfer = out_valid & out_ready; ok = (took | xfer) != 0;",
-        f"          if (ok) for (i = 0; i < {n}; i = i + 1) begin",
-        "            if (took[i]) begin",
-        "              $fwrite(f, \"I %0d %0d %0d\\n\", phase, cyc, i); ptr[i] = ptr[i] + 1;",
-        f"              more[i] = ptr[i] < first[i] + count[i] && words[ptr[i]]{phase} == phase; end",
-        "            if (xfer[i]) begin",
-        "              $fwrite(f, \"O %0d %0d %0d %h\\n\", phase, cyc, i, out_payload[i]);",
-        "              got = got + 1; end",
-        "          end",
-        "          tick;",
-        "          in_valid = in_valid & ~took;",
-        "          if (ok) quiet = 0; else quiet = quiet + 1;",
-        "          cyc = cyc + 1;",
-        "        end",
-        "        $fwrite(f, \"P %0d %0d\\n\", phase, cyc);",
-        "        if (got < want) begin dump; $fwrite(f, \"E\\n\"); $fclose(f); $finish; end",
-        "        out_ready = 0;",
+        f"    for (i = 0; i < {n}; i = i + 1) ptr[i] = first[i];",
+        "    pc = 0; state = BOOT; boot = 0; shadow = 0;",
+        "  end",
+        "  always @(posedge clk) begin",
+        "    case (state)",
+        "      BOOT: begin",
+        f"        for (i = 0; i < {n}; i = i + 1) in_payload[i] <= 0;",
+        "        boot = boot + 1;",
+        "        if (boot == 2) begin rst <= 0; issue; end",
         "      end",
-        "      pc = pc + 1; op = prog[pc];",
-        "    end",
-        "    $fwrite(f, \"E\\n\"); $fclose(f); $finish;",
+        "      RUN: issue;",
+        "      READ: state = READ_DATA;",
+        "      READ_DATA: begin",
+        f"        $fwrite(f, \"R %0d %0d %0d\\n\", op{op_addr}, cfg_rdata, error);",
+        "        pc = pc + 1; issue; end",
+        "      PHASE: begin",
+        "        took = in_valid & in_ready; xfer = out_valid & out_ready;",
+        f"        for (i = 0; i < {n}; i = i + 1) begin",
+        "          if (took[i]) begin",
+        "            $fwrite(f, \"I %0d %0d %0d\\n\", phase, cyc, i); ptr[i] = ptr[i] + 1;",
+        f"            more[i] = ptr[i] < first[i] + count[i] && words[ptr[i]]{phase} == phase; end",
+        "          if (xfer[i]) begin",
+        "            $fwrite(f, \"O %0d %0d %0d %h\\n\", phase, cyc, i, out_payload[i]);",
+        "            got = got + 1; end",
+        "        end",
+        "        held = in_valid & ~took;",
+        "        if ((took | xfer) != 0) quiet = 0; else quiet = quiet + 1;",
+        "        cyc = cyc + 1;",
+        f"        if ((got < want || quiet < {TAIL}) && quiet < {WATCHDOG}) offer;",
+        "        else begin",
+        "          $fwrite(f, \"P %0d %0d\\n\", phase, cyc);",
+        "          in_valid <= held; shadow = held; out_ready <= 0;",
+        "          if (got < want) begin",
+        "            $fwrite(f, \"D deadlock phase %0d cycle %0d delivered %0d of %0d\\n\", phase, cyc, got, want);",
+        "            in_valid <= 0; shadow = 0; dump_i = 0; dump_addr; state = DUMP;",
+    ]
+    for i, p in enumerate(P):
+        L.append(f"            if (ptr[{i}] < first[{i}] + count[{i}]) $fwrite(f, "
+                 f"\"D input {ports.name(p, 'in')} sent %0d of %0d\\n\", ptr[{i}] - first[{i}], "
+                 f"count[{i}]);")
+        L.append(f"            if (out_valid[{i}]) $fwrite(f, \"D output {ports.name(p, 'out')} "
+                 f"holds %h\\n\", out_payload[{i}]);")
+    L += [
+        "          end",
+        "          else begin pc = pc + 1; issue; end",
+        "        end",
+        "      end",
+        "      DUMP: state = DUMP_DATA;",
+        "      DUMP_DATA: begin",
+        "        dump_data; dump_i = dump_i + 1;",
+        f"        if (dump_i < {len(dumps)}) begin dump_addr; state = DUMP; end",
+        "        else begin $fwrite(f, \"E\\n\"); $fclose(f); state = DONE; $finish; end",
+        "      end",
+        "      default: ;",
+        "    endcase",
         "  end",
         "endmodule",
     ]
@@ -292,10 +334,11 @@ def _write_hex(path, values, width):
     Path(path).write_text("".join(f"{v:0{digits}x}\n" for v in values))
 
 
-def run_harness(top_verilog, top, ports, program, traffic, data_dir, *, timeout=600):
+def run_harness(top_verilog, top, ports, program, traffic, data_dir, *, timeout=600, simulator=None):
     """Write the stimulus into ``data_dir``, run the harness on ``top_verilog`` (module ``top``)
-    and return the parsed log (:func:`parse_log`)."""
-    from sim.kit.runner import run_vvp
+    under ``simulator`` (``icarus``, ``verilator``; default :func:`fabric_simulator`) and return
+    the parsed log (:func:`parse_log`, with ``cpu_seconds`` and ``cycles`` of the run)."""
+    from sim.kit.testbench import Testbench
     data_dir = Path(data_dir).resolve()     # vvp runs in the Verilog's folder
     data_dir.mkdir(parents=True, exist_ok=True)
     P = ports.ports
@@ -332,9 +375,18 @@ def run_harness(top_verilog, top, ports, program, traffic, data_dir, *, timeout=
     text = harness_text(top, ports)
     if not harness.exists() or harness.read_text() != text:
         harness.write_text(text)
-    run_vvp([top_verilog, harness], "fabric_tb", top_verilog.parent,
-            plusargs=[f"+data={data_dir}"], timeout=timeout)
-    return parse_log(data_dir / "fabric.log", ports)
+    tb = Testbench([top_verilog, harness], "fabric_tb", simulator=simulator or fabric_simulator())
+    run = tb.run([f"+data={data_dir}"], cwd=data_dir, timeout=timeout)
+    log = parse_log(data_dir / "fabric.log", ports)
+    log.simulator, log.cpu_seconds = tb.simulator, run.cpu_seconds
+    return log
+
+
+def fabric_simulator():
+    """The fabric benches' simulator: ``WS_FABRIC_SIM`` (``icarus`` or ``verilator``), else Icarus
+    (no build to wait for; each fabric configuration would be a Verilator build of its own)."""
+    import os
+    return os.environ.get("WS_FABRIC_SIM", "icarus")
 
 
 class Log:
@@ -347,6 +399,12 @@ class Log:
         self.phase_cycles = {}
         self.dump = []
         self.ended = False
+        self.simulator, self.cpu_seconds = None, 0.0
+
+    @property
+    def cycles(self):
+        """Cycles of every traffic phase (configuration operations not counted)."""
+        return sum(self.phase_cycles.values())
 
     @property
     def deadlocked(self):
@@ -495,13 +553,14 @@ class Scenario:
         self.steps.append(("phase", ph, {k: list(v) for k, v in inputs.items()}, copies, stuck_ok))
         return ph
 
-    def run(self, data_dir, *, top=None, check_model=True):
+    def run(self, data_dir, *, top=None, check_model=True, simulator=None):
         from models.fabric import FabricModel
         top = top or self.name
         import time
         verilog = fabric_verilog(top, self.cfg)
         start = time.perf_counter()
-        log = run_harness(verilog, top, self.ports, self.program, self.traffic, data_dir)
+        log = run_harness(verilog, top, self.ports, self.program, self.traffic, data_dir,
+                          simulator=simulator)
         self.harness_seconds = time.perf_counter() - start
         self.log = log
         if log.deadlocked:

@@ -16,6 +16,12 @@ finished and ``root_rec`` holds ``root_count`` words and every west / east recor
 players finished; ``run_cycles``: cycles from ``go`` until ``done``'s condition first held.
 ``overflow`` (a recorder overflowed), ``error`` (SwarmX last mismatch or a router error),
 ``fault`` (a PE core fault). ``stall`` (0..255): LFSR stalls at the weight player and recorders.
+``bcast_first`` / ``bcast_last``: cycle stamps of the weight player's first and last transfer.
+
+``auto_go`` (for testbenches that react only at clock edges, ``sim/harness/system_tb.py``): when
+high, the harness raises ``go`` itself in the first cycle ``cfg_done`` is high after ``start``,
+the cycle a bench pulsing ``go`` as soon as it sees ``cfg_done`` rise would raise it (so the
+cycle counts are the same either way).
 """
 
 from amaranth import Module, Signal
@@ -47,10 +53,11 @@ class RtlSystemHarness(wiring.Component):
         self._cfg = cfg
         self._depths = cfg_depth, bcast_depth, root_depth, edge_depth
         super().__init__({
-            "start": In(1), "go": In(1), "cfg_count": In(32), "bcast_count": In(32),
+            "start": In(1), "go": In(1), "auto_go": In(1), "cfg_count": In(32), "bcast_count": In(32),
             "root_count": In(32), "west_count": In(32), "east_count": In(32), "stall": In(8),
             "cfg_done": Out(1), "done": Out(1), "overflow": Out(1), "error": Out(1),
             "fault": Out(1), "cfg_cycles": Out(32), "run_cycles": Out(32),
+            "bcast_first": Out(32), "bcast_last": Out(32),
         })
 
     def elaborate(self, platform):
@@ -63,7 +70,15 @@ class RtlSystemHarness(wiring.Component):
         m.submodules.root_rec = rr = StreamRecorder(TaggedWord, root_depth, seed=0x2B)
         wiring.connect(m, bp.o, system.weights)
         wiring.connect(m, system.grads, rr.i)
-        m.d.comb += [bp.start.eq(self.go), bp.count.eq(self.bcast_count), bp.stall.eq(self.stall)]
+        # go: the input, or (auto_go) the first cycle cfg_done is high after start.
+        armed, go = Signal(), Signal()
+        m.d.comb += go.eq(self.go | (self.auto_go & armed & self.cfg_done))
+        with m.If(self.start):
+            m.d.sync += armed.eq(1)
+        with m.Elif(go):
+            m.d.sync += armed.eq(0)
+        m.d.comb += [bp.start.eq(go), bp.count.eq(self.bcast_count), bp.stall.eq(self.stall),
+                     self.bcast_first.eq(bp.first_stamp), self.bcast_last.eq(bp.last_stamp)]
 
         cfg_busy, complete, overflow = 0, rr.count == self.root_count, rr.overflow
         recorders = [rr]
@@ -89,14 +104,14 @@ class RtlSystemHarness(wiring.Component):
         cfg_finished = Signal()
         m.d.comb += cfg_finished.eq(~cfg_busy & ~self.start)
         finished = Signal()
-        m.d.comb += finished.eq(cfg_finished & ~bp.busy & ~self.go & complete)
+        m.d.comb += finished.eq(cfg_finished & ~bp.busy & ~go & complete)
         m.d.sync += [self.cfg_done.eq(cfg_finished), self.done.eq(finished),
                      self.overflow.eq(overflow)]
         with m.If(self.start):
             m.d.sync += self.cfg_cycles.eq(0)
         with m.Elif(cfg_busy):
             m.d.sync += self.cfg_cycles.eq(self.cfg_cycles + 1)
-        with m.If(self.go):
+        with m.If(go):
             m.d.sync += self.run_cycles.eq(1)
         with m.Elif(~finished):
             m.d.sync += self.run_cycles.eq(self.run_cycles + 1)

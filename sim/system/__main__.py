@@ -4,8 +4,9 @@ MemoryX (model) streams bf16 weights into the SwarmX tree RTL, which broadcasts 
 wafers (RTL PE tiles by default, ``--wafer model`` for the golden kernels); each trains on its
 share of scikit-learn's digits; the SwarmX RTL sums the weight gradients in tree order; MemoryX
 applies the optimizer. After every step every weight is compared with the golden pipeline model
-bit for bit and every phase's cycles with its timing model. The flow: ``sim/system/bench_rtl_wafers.py``;
-the output: docs/system_simulation.md.
+bit for bit and every phase's cycles with its timing model. The RTL runs under Verilator by
+default (one testbench process per phase, ``sim/system/rtl_host.py``), ``--sim icarus`` or
+``--sim cocotb``; the flow: ``sim/system/rtl_training.py``; the output: docs/system_simulation.md.
 """
 
 import argparse
@@ -14,7 +15,7 @@ import time
 from pathlib import Path
 
 from sim.kit.runner import ROOT
-from sim.system.config import OPTIMIZERS, SystemRunConfig
+from sim.system.config import OPTIMIZERS, SIMULATORS, SystemRunConfig
 from sim.system.run import run_system
 
 
@@ -44,13 +45,17 @@ def parse_args(argv):
     ap.add_argument("--wafer", default=d.wafer, choices=("rtl", "model"),
                     help="rtl: RTL wafers of PE tiles (batch must be mesh rows x 4 lanes); model: "
                          "golden wafer kernels, only SwarmX in RTL (default %(default)s)")
+    ap.add_argument("--sim", default=d.simulator, choices=SIMULATORS,
+                    help="RTL simulator: verilator or icarus (plain-Verilog testbench, one process per "
+                         "phase), cocotb (cocotb + Icarus); auto: verilator if installed, else icarus "
+                         "(default %(default)s)")
     ap.add_argument("--out", default=str(ROOT / d.out_dir), help="output folder (default build/sim)")
     args = ap.parse_args(argv)
     try:
         run = SystemRunConfig(dims=args.dims, mesh=args.mesh, systems=args.systems, batch=args.batch,
                                steps=args.steps, optimizer=args.optimizer, lr=args.lr, stall=args.stall,
                                eval_every=args.eval_every, seed=args.seed, wafer=args.wafer,
-                               out_dir=str(Path(args.out).resolve()))
+                               simulator=args.sim, out_dir=str(Path(args.out).resolve()))
         if run.wafer == "rtl":
             from sim.system.rtl import rtl_config
             rtl_config(run)             # the wafer hardware must be able to run it
@@ -105,9 +110,10 @@ def summary_rtl(run, results, wall):
           f"{run.batch}, {run.mesh[0]}x{run.mesh[1]} PEs per wafer, {run.optimizer} lr {run.lr}")
     print(f"  RTL in the loop  SwarmX tree + {run.systems} wafers of {run.mesh[0]}x{run.mesh[1]} PE "
           f"tiles ({hw['lanes']} lanes, {hw['sram_words']} SRAM words, {hw['num_colors']} colors) "
-          f"under Icarus; MemoryX and the host are Python")
+          f"under {SIM_NAMES[results['simulator']]}; MemoryX and the host are Python")
     print("  loss per step    " + " ".join(f"{s['loss']:.3f}" for s in steps))
-    print(f"  held-out acc     {accs[0]:.3f} -> {accs[-1]:.3f} ({len(accs)} evaluations)")
+    print(f"  held-out acc     {accs[0]:.3f} -> {accs[-1]:.3f} ({len(accs)} evaluations: "
+          + " ".join(f"{a:.2f}" for a in accs) + ")")
     print("  bit-exact        loss and every master weight equal to the golden pipeline model "
           "after every step")
     print(f"  cycles per phase (step {last['step']}), RTL vs the schedule's timing model "
@@ -121,9 +127,15 @@ def summary_rtl(run, results, wall):
               f"{p['model_run_formula']:7d}   {stream}")
     print(f"  step             {last['cycles']} cycles, FMAC lane utilization "
           f"{results['utilization']:.3f}")
-    print(f"  simulation       {results['simulated_cycles']} RTL cycles, "
-          f"{results['cycles_per_second']:,.0f} cycles/s; wall {wall:.1f} s")
+    speed = f"{results['cycles_per_second']:,.0f} cycles/s with the host"
+    if "cycles_per_cpu_second" in results:
+        speed += (f", {results['cycles_per_cpu_second']:,.0f} cycles/CPU-s in the simulator "
+                  f"({results['simulator_runs']} runs, one per phase)")
+    print(f"  simulation       {results['simulated_cycles']} RTL cycles, {speed}; wall {wall:.1f} s")
     print(f"  outputs          {Path(run.out_dir) / 'results.json'}, loss.png, weights.safetensors")
+
+
+SIM_NAMES = {"verilator": "Verilator", "icarus": "Icarus", "cocotb+icarus": "cocotb + Icarus"}
 
 
 def summary(run, results, wall):

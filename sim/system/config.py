@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from models.memoryx import SGD, Adam, AdamW, Momentum
 
-__all__ = ["SystemRunConfig", "OPTIMIZERS"]
+__all__ = ["SystemRunConfig", "OPTIMIZERS", "SIMULATORS"]
 
 OPTIMIZERS = {
     "adamw": lambda lr: AdamW(lr=lr, weight_decay=1e-4),
@@ -15,8 +15,13 @@ OPTIMIZERS = {
 }
 
 DIGITS_FEATURES, DIGITS_CLASSES = 64, 10
-# "rtl": RTL wafers of PE tiles (sim/system/bench_rtl_wafers.py); "model": the golden wafer kernels.
+# "rtl": RTL wafers of PE tiles (sim/system/rtl_training.py); "model": the golden wafer kernels.
 WAFERS = ("rtl", "model")
+# How the RTL is simulated (docs/system_simulation.md#simulators): "verilator" / "icarus": the
+# plain-Verilog testbench, one process per phase (sim/system/rtl_host.py); "cocotb": cocotb +
+# Icarus, one simulation for the run; "auto": verilator when installed, else icarus (RTL wafers),
+# cocotb (model wafers, whose bench is cocotb only).
+SIMULATORS = ("auto", "verilator", "icarus", "cocotb")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -27,20 +32,21 @@ class SystemRunConfig:
     and ``lr``; ``stall``: random valid gaps and back-pressure at every player and recorder,
     0..255 (probability stall/256 per cycle); ``eval_every``: steps between held-out accuracy
     evaluations; ``seed``; ``out_dir``; ``wafer``: ``rtl`` (RTL wafers of PE tiles) or ``model``
-    (the golden wafer kernels, only SwarmX in RTL)."""
+    (the golden wafer kernels, only SwarmX in RTL); ``simulator``: one of :data:`SIMULATORS`."""
 
     dims: tuple = (64, 32, 10)
     mesh: tuple = (2, 2)
     systems: int = 2
     batch: int = 8
-    steps: int = 8
+    steps: int = 100
     optimizer: str = "adamw"
-    lr: float = 3e-2
+    lr: float = 1e-2
     stall: int = 0
-    eval_every: int = 2
+    eval_every: int = 10
     seed: int = 0
     out_dir: str = "build/sim"
     wafer: str = "rtl"
+    simulator: str = "auto"
 
     def __post_init__(self):
         object.__setattr__(self, "dims", tuple(self.dims))
@@ -72,8 +78,21 @@ class SystemRunConfig:
             bad("eval_every", "must be >= 1")
         if self.wafer not in WAFERS:
             bad("wafer", f"must be one of {', '.join(WAFERS)}")
+        if self.simulator not in SIMULATORS:
+            bad("simulator", f"must be one of {', '.join(SIMULATORS)}")
+        if self.wafer == "model" and self.simulator not in ("auto", "cocotb"):
+            bad("simulator", "must be auto or cocotb with model wafers (their bench is cocotb only)")
         if self.systems * self.batch > 1437:
             bad("batch", "times systems must fit the 1437 training digits")
+
+    def resolved_simulator(self):
+        """The simulator this run uses (``auto`` resolved on this machine)."""
+        if self.simulator != "auto":
+            return self.simulator
+        if self.wafer == "model":
+            return "cocotb"
+        from sim.kit.testbench import default_simulator
+        return default_simulator()
 
     def make_optimizer(self):
         return OPTIMIZERS[self.optimizer](self.lr)

@@ -1,4 +1,6 @@
-"""Run the system bench (``sim/system/bench_model_wafers.py``) for a :class:`SystemRunConfig`.
+"""Run the system simulation for a :class:`SystemRunConfig`: RTL wafers on the plain-Verilog
+testbench (``sim/system/rtl_host.py``, Verilator or Icarus) or under cocotb
+(``sim/system/bench_rtl_wafers.py``), model wafers under cocotb (``sim/system/bench_model_wafers.py``).
 
 The digits are loaded and split here, in the calling process, and handed to the simulator as
 ``digits.npz`` in the output folder: the simulator's embedded Python then never imports
@@ -18,14 +20,21 @@ __all__ = ["DATA_FILE", "run_system"]
 DATA_FILE = "digits.npz"
 
 
-def run_system(run, *, console=False, run_name=None):
-    """Simulate ``run``; returns the parsed ``results.json`` (raises AssertionError on a failed check)."""
+def run_system(run, *, console=False, run_name=None, log=None):
+    """Simulate ``run``; returns the parsed ``results.json`` (raises AssertionError on a failed check).
+    ``log(text)``: progress of the plain-Verilog path (default: silent unless ``console``)."""
     from models.pipeline.digits import load
 
     out = Path(run.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     x_tr, x_te, y_tr, y_te = load(run.seed)
     np.savez(out / DATA_FILE, x_train=x_tr, x_test=x_te, y_train=y_tr, y_test=y_te)
+    simulator = run.resolved_simulator()
+    if run.wafer == "rtl" and simulator != "cocotb":
+        from sim.system.rtl_host import run_rtl_host
+        if log is None:
+            log = (lambda text: print(text, flush=True)) if console else (lambda text: None)
+        return run_rtl_host(run, simulator=simulator, log=log)
     if run.wafer == "rtl":
         from sim.harness.rtl_system import RtlSystemHarness
         from sim.system.rtl import harness_depths, rtl_config

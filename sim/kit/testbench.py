@@ -1,0 +1,112 @@
+"""One plain-Verilog testbench, two simulators: Verilator (``verilator --binary``, cached per
+configuration by :mod:`sim.kit.verilator`) or Icarus (``iverilog -g2005`` + ``vvp``).
+
+The testbench does everything in Verilog (clock, stimulus from ``$readmemh`` files, results by
+``$writememh`` / ``$fwrite``) and is written synchronously (one ``always @(posedge clk)``,
+non-blocking drives, outputs read at the edge), so both simulators produce the same files byte
+for byte (``tests/sim/kit/test_testbench.py``). Python only writes inputs and reads outputs:
+
+    tb = Testbench([design_v, tb_v], "system_tb", simulator="verilator")
+    run = tb.run(["+data=/tmp/phase"], cwd=...)   # TbRun(stdout, cpu_seconds)
+
+``simulator=None`` picks :func:`default_simulator`: Verilator when it is installed, else Icarus.
+"""
+
+import hashlib
+import resource
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from sim.kit.runner import ROOT, locked, require_iverilog
+from sim.kit.verilator import build_binary, verilator_available
+
+__all__ = ["SIMULATORS", "Testbench", "TbRun", "default_simulator", "available_simulators"]
+
+SIMULATORS = ("verilator", "icarus")
+ICARUS_BUILD = ROOT / "build" / "icarus"
+
+
+def available_simulators():
+    """The simulators installed here, fastest first."""
+    import shutil
+    out = []
+    if verilator_available():
+        out.append("verilator")
+    if shutil.which("iverilog") and shutil.which("vvp"):
+        out.append("icarus")
+    return out
+
+
+def default_simulator():
+    sims = available_simulators()
+    if not sims:
+        raise RuntimeError("neither Verilator nor Icarus Verilog is installed (apt-get install "
+                           "verilator iverilog), or run through make")
+    return sims[0]
+
+
+@dataclass
+class TbRun:
+    stdout: str
+    cpu_seconds: float      # user + system CPU of the simulator process
+    wall_seconds: float
+
+
+def _children_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+class Testbench:
+    """Testbench module ``top`` over Verilog ``sources`` under ``simulator`` (``verilator``,
+    ``icarus`` or None for the default). Built on first use (:meth:`build`)."""
+
+    def __init__(self, sources, top, *, simulator=None, log=None):
+        self.sources = [Path(s).resolve() for s in sources]
+        self.top = top
+        self.simulator = simulator or default_simulator()
+        if self.simulator not in SIMULATORS:
+            raise ValueError(f"simulator must be one of {', '.join(SIMULATORS)}, got {self.simulator!r}")
+        self._log = log
+        self._cmd = None
+
+    def build(self):
+        """Compile (cached); returns the command prefix that runs the testbench."""
+        if self._cmd is None:
+            if self.simulator == "verilator":
+                self._cmd = [str(build_binary(self.sources, self.top, log=self._log))]
+            else:
+                self._cmd = ["vvp", "-n", str(self._icarus_build())]
+        return self._cmd
+
+    def _icarus_build(self):
+        require_iverilog()
+        h = hashlib.sha256(self.top.encode())
+        for s in self.sources:
+            h.update(s.name.encode() + b"\0" + s.read_bytes() + b"\0")
+        folder = ICARUS_BUILD / f"{self.top}-{h.hexdigest()[:16]}"
+        vvp = folder / f"{self.top}.vvp"
+        if vvp.exists():
+            return vvp
+        with locked(folder):
+            if not vvp.exists():
+                if self._log:
+                    self._log(f"compiling {self.top} with Icarus into {folder}")
+                tmp = folder / f".{self.top}.vvp.tmp"
+                subprocess.run(["iverilog", "-g2005", "-o", str(tmp), "-s", self.top,
+                                *map(str, self.sources)], check=True, capture_output=True, text=True)
+                tmp.replace(vvp)
+        return vvp
+
+    def run(self, plusargs=(), *, cwd=None, timeout=None):
+        """Run the testbench once; raises ``RuntimeError`` with its output when it fails."""
+        cmd = self.build() + [str(p) for p in plusargs]
+        cpu, wall = _children_cpu(), time.perf_counter()
+        out = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+        cpu, wall = _children_cpu() - cpu, time.perf_counter() - wall
+        if out.returncode != 0:
+            raise RuntimeError(f"{self.simulator} run of {self.top} failed ({out.returncode}): "
+                               f"{' '.join(cmd)}\n{(out.stdout + out.stderr)[-3000:]}")
+        return TbRun(out.stdout, cpu, wall)

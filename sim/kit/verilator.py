@@ -1,0 +1,84 @@
+"""Verilator builds of plain-Verilog testbenches, cached per (top, sources, flags).
+
+``verilator --binary`` turns a testbench (clock, stimulus and checks in Verilog, driven
+synchronously: docs/verification.md#plain-verilog-harnesses) and the design into one executable.
+A build costs minutes of CPU and over a gigabyte for the system (docs/system_simulation.md), so
+the binary is kept in ``build/verilator/<top>-<hash>/`` where the hash covers the text of every
+source, the flags and the Verilator version; a folder whose binary exists is reused. Concurrent
+builds of the same key (pytest-xdist workers) wait on a file lock; the binary appears only when
+its build succeeded.
+
+Flags (measured, docs/verification.md#toolchain): Verilator's default C++ optimisation (``-Os``;
+``-O2`` ran 3x slower), ``--x-assign fast --x-initial fast``, lint warnings off (``make lint``
+checks the design), the testbench's ``timescale`` as the default for Amaranth's files.
+"""
+
+import hashlib
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from sim.kit.runner import ROOT, locked
+
+__all__ = ["VERILATOR_BUILD", "FLAGS", "verilator_available", "require_verilator", "verilator_version",
+           "build_binary"]
+
+VERILATOR_BUILD = ROOT / "build" / "verilator"
+FLAGS = ("--binary", "--x-assign", "fast", "--x-initial", "fast", "--timescale", "1ns/1ps",
+         "-Wno-fatal", "-Wno-lint", "-Wno-style")
+
+
+def verilator_available():
+    return shutil.which("verilator") is not None
+
+
+def require_verilator():
+    if not verilator_available():
+        raise RuntimeError("Verilator is not on PATH: install Debian's 'verilator' package "
+                           "(apt-get install verilator), or run through make")
+
+
+def verilator_version():
+    out = subprocess.run(["verilator", "--version"], check=True, capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def _jobs():
+    return os.environ.get("WS_VERILATOR_JOBS") or str(min(2, os.cpu_count() or 1))
+
+
+def build_binary(sources, top, *, build_root=None, log=None):
+    """Path of the Verilator executable of testbench module ``top`` over ``sources`` (Verilog
+    files), built once per key. ``log(text)`` is told when a build starts (it takes minutes for
+    a system). Raises ``RuntimeError`` with the end of Verilator's output when the build fails."""
+    require_verilator()
+    sources = [Path(s).resolve() for s in sources]
+    h = hashlib.sha256()
+    for part in (verilator_version(), top, " ".join(FLAGS)):
+        h.update(part.encode() + b"\0")
+    for s in sources:
+        h.update(s.name.encode() + b"\0" + s.read_bytes() + b"\0")
+    folder = Path(build_root or VERILATOR_BUILD) / f"{top}-{h.hexdigest()[:16]}"
+    binary = folder / f"V{top}"
+    if binary.exists():
+        return binary
+    with locked(folder):
+        if binary.exists():              # another process built it while we waited
+            return binary
+        if log:
+            log(f"building {top} with Verilator into {folder} (once per configuration)")
+        obj = folder / "obj_dir"
+        shutil.rmtree(obj, ignore_errors=True)
+        cmd = ["verilator", *FLAGS, "-j", _jobs(), "--top-module", top, "-Mdir", str(obj),
+               "-o", f"V{top}", *map(str, sources)]
+        out = subprocess.run(cmd, cwd=folder, capture_output=True, text=True)
+        (folder / "build.log").write_text(" ".join(cmd) + "\n" + out.stdout + out.stderr)
+        if out.returncode != 0 or not (obj / f"V{top}").exists():
+            tail = "\n".join((out.stdout + out.stderr).splitlines()[-30:])
+            raise RuntimeError(f"Verilator build of {top} failed (log {folder / 'build.log'}):\n{tail}")
+        tmp = folder / f".V{top}.tmp"
+        shutil.copy2(obj / f"V{top}", tmp)
+        os.replace(tmp, binary)
+        shutil.rmtree(obj, ignore_errors=True)      # objects: hundreds of MB, not needed to run
+    return binary

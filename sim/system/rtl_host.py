@@ -1,0 +1,139 @@
+"""The RTL-wafer system run on a plain-Verilog testbench, one simulator process per phase
+(``make sim``'s default; docs/system_simulation.md#simulators).
+
+No RTL state carries from one phase of a step to the next (every phase reloads routes, SRAM
+inputs, descriptors and adapters), so each phase runs from reset in its own process of
+``system_tb`` (``sim/harness/system_tb.py``): the host (this module, Python, between phases)
+writes the configuration and weight words as hex files, runs the testbench under Verilator (a
+binary cached per configuration, ``sim/kit/verilator.py``) or Icarus, and reads the recorders'
+dumps and the harness's registered status. The training loop and every check are
+:func:`sim.system.rtl_training.training`'s, the same as under cocotb.
+"""
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from arch.config_bus import ADDR_BITS, WORD_BITS
+from sim.harness.system_tb import STATUS_FIELDS, TB_TOP
+from sim.kit.testbench import Testbench
+from sim.system.rtl import rtl_config
+from sim.system.rtl_build import system_sources
+from sim.system.rtl_training import PhaseResult, training
+
+__all__ = ["PhaseRunner", "run_rtl_host", "write_hex", "read_hex"]
+
+_RESET_AND_START = 8          # cycles around a phase besides its budget (reset, start pulse)
+
+
+def write_hex(path, words):
+    """One hex word per line, as ``$readmemh`` reads it."""
+    words = np.asarray(words, dtype=np.uint64)
+    Path(path).write_text("".join(f"{int(w):x}\n" for w in words))
+
+
+def read_hex(path, count):
+    """The ``count`` words of a ``$writememh`` dump (uint64); comments and ``@`` addresses skipped."""
+    words = [int(t, 16) for line in Path(path).read_text().splitlines()
+             for t in line.split("//")[0].split() if not t.startswith("@")]
+    if len(words) != count:
+        raise AssertionError(f"{path}: {len(words)} words, expected {count}")
+    return np.array(words, dtype=np.uint64)
+
+
+def cfg_words(writes):
+    """Configuration player words (``sim.harness.rtl_system.CFG_WRITE``: addr low, data above)
+    for ``[(addr, value)]``, vectorised."""
+    a = np.array([w[0] for w in writes], dtype=np.uint64) & np.uint64((1 << ADDR_BITS) - 1)
+    d = np.array([w[1] for w in writes], dtype=np.uint64) & np.uint64((1 << WORD_BITS) - 1)
+    return a | (d << np.uint64(ADDR_BITS))
+
+
+class PhaseRunner:
+    """Runs :class:`~sim.system.rtl_training.PhaseRequest`s on ``system_tb`` for hardware
+    ``cfg`` in folder ``work`` (inputs and outputs of the last phase stay there). Keeps the
+    simulator's totals: ``cycles`` (clock cycles simulated, reset included), ``cpu_seconds``,
+    ``runs``."""
+
+    def __init__(self, cfg, dims, work, *, stall=0, simulator=None, log=None):
+        self.cfg, self.stall = cfg, stall
+        self.work = Path(work)
+        self.work.mkdir(parents=True, exist_ok=True)
+        self.tb = Testbench(system_sources(cfg, dims, log=log), TB_TOP, simulator=simulator, log=log)
+        self.simulator = self.tb.simulator
+        self.cycles, self.cpu_seconds, self.runs = 0, 0.0, 0
+
+    def build(self):
+        self.tb.build()
+        return self
+
+    def status(self):
+        values = (self.work / "status.txt").read_text().split()
+        return dict(zip(STATUS_FIELDS, map(int, values), strict=True))
+
+    def __call__(self, req):
+        n, P = self.cfg.swarmx_leaves, self.cfg.mesh_rows
+        for old in self.work.glob("*.hex"):
+            old.unlink()
+        (self.work / "status.txt").unlink(missing_ok=True)
+        for i, writes in enumerate(req.writes):
+            write_hex(self.work / f"cfg{i}.hex", cfg_words(writes))
+        if len(req.stream):
+            write_hex(self.work / "bcast.hex", req.stream)
+        cfg_count = len(req.writes[0])
+        budget = (_RESET_AND_START + 10 * cfg_count + 100
+                  + 200 * (len(req.stream) + req.root + req.west + req.east) + 20000)
+        plusargs = [f"+data={self.work}", f"+cfg_count={cfg_count}", f"+bcast_count={len(req.stream)}",
+                    f"+root_count={req.root}", f"+west_count={req.west}", f"+east_count={req.east}",
+                    f"+stall={self.stall}", f"+budget={budget}"]
+        run = self.tb.run(plusargs, cwd=self.work)
+        self.cpu_seconds += run.cpu_seconds
+        self.runs += 1
+        st = self.status()
+        self.cycles += st["cycles"]
+        where = f"{req.what} ({self.simulator}, files in {self.work})"
+        if st["timeout"]:
+            raise AssertionError(f"{where} did not finish within {budget} cycles (fault={st['fault']}, "
+                                 f"error={st['error']}, overflow={st['overflow']})")
+        assert not st["fault"], f"{where}: a PE core raised a fault"
+        assert not st["error"], f"{where}: a router or SwarmX raised an error"
+        assert not st["overflow"], f"{where}: a recorder overflowed (extra words)"
+        stream = st["bcast_last"] - st["bcast_first"] + 1 if len(req.stream) else 0
+
+        def edge(side, count):
+            if not count:
+                return [[] for _ in range(n)]
+            return [[read_hex(self.work / f"{side}{i}_{p}.hex", count) for p in range(P)]
+                    for i in range(n)]
+
+        root = read_hex(self.work / "root.hex", req.root) if req.root else None
+        return PhaseResult(st["cfg_cycles"], st["run_cycles"], stream, root,
+                           edge("west", req.west), edge("east", req.east))
+
+
+def run_rtl_host(run, *, simulator=None, log=print):
+    """Simulate ``run`` (``wafer = "rtl"``) with one testbench process per phase; writes and
+    returns ``results.json`` (the digits split must be in ``run.out_dir``, ``sim.system.run``)."""
+    from sim.system.run import DATA_FILE
+    out = Path(run.out_dir)
+    cfg = rtl_config(run)
+    work = out / "phase"
+    shutil.rmtree(work, ignore_errors=True)
+    runner = PhaseRunner(cfg, run.dims, work, stall=run.stall, simulator=simulator, log=log).build()
+    data = np.load(out / DATA_FILE)
+    loop = training(run, cfg, data, log=log)
+    try:
+        request = next(loop)
+        while True:
+            request = loop.send(runner(request))
+    except StopIteration as stop:
+        results = stop.value
+    results["simulator"] = runner.simulator
+    results["simulator_runs"] = runner.runs
+    results["simulator_cycles"] = runner.cycles
+    results["simulator_cpu_seconds"] = runner.cpu_seconds
+    results["cycles_per_cpu_second"] = runner.cycles / runner.cpu_seconds if runner.cpu_seconds else 0.0
+    (out / "results.json").write_text(json.dumps(results, indent=2))
+    return results

@@ -1,0 +1,237 @@
+"""The training loop of the RTL-wafer system, independent of how the RTL is simulated:
+MemoryX -> SwarmX RTL -> N RTL wafers of P x Q PE tiles -> SwarmX RTL -> MemoryX
+(docs/system_simulation.md#how-a-step-runs).
+
+:func:`training` is a generator: it yields one :class:`PhaseRequest` per phase (what every
+wafer's configuration player writes, the weight words the broadcast player streams, how many
+words each recorder must receive) and is sent back the :class:`PhaseResult` (cycle counts and
+the recorders' words); it returns the ``results.json`` dictionary. Two drivers run it:
+``sim/system/bench_rtl_wafers.py`` (cocotb + Icarus, one simulation for the whole run) and
+``sim/system/rtl_host.py`` (one plain-Verilog testbench process per phase, Verilator or Icarus).
+
+Each training step, for every phase (compiled by :mod:`compiler.wafer`):
+
+1. **Configure.** The host compiles the phase for every wafer: routes, descriptors, adapter
+   registers and the SRAM inputs (the wafer's activations ``X`` of the layer, its ``dZ``); the
+   words go into each wafer's configuration player, which writes one per cycle (no fabric traffic
+   meanwhile, except backward-weight, which starts when its descriptors commit).
+2. **Run.** The broadcast player sends the layer's bf16 weights from MemoryX (rows of W for the
+   forward pass, rows of ``W^T`` for backward-data) into the SwarmX tree RTL, which broadcasts
+   them to the N wafers; recorders take what leaves each wafer's host edges (hidden activations
+   and ``dZ_prev`` west, logits east) and the tree's reduced gradients (backward-weight: every
+   wafer's gradient mux -> SwarmX reduce -> root recorder).
+3. **Host.** Softmax cross-entropy and its bf16 ``dZ`` (``kernels.softmax_xent``) on the logits
+   each wafer produced; MemoryX applies the optimizer to the reduced gradients the RTL produced.
+4. **Check.** A golden ``WaferTrainer`` takes the same step; the loss and every fp32 master
+   weight must be equal bit for bit. The configuration and run cycles of every phase are checked
+   against the timing model of this schedule (``models.pipeline.rtl_schedule`` on the compiler's
+   configuration-word counts and plans): equal with ``stall = 0``, at least the model's with
+   stalls. Each weight stream takes at least ``M*K`` cycles. The pipelined architecture model
+   (``models.pipeline.timing``) is kept in the results for reference.
+"""
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from arch.wavelet import unpack_tagged, unpack_wavelet
+from compiler.wafer import compile_backward_data, compile_backward_weight, compile_forward, split_dx
+from hdl.config import Config
+from hdl.fp32_add import Fp32Add
+from models.memoryx import export_safetensors
+from models.numerics import f32
+from models.pipeline import kernels
+from models.pipeline.rtl_schedule import RtlHardware, step_schedule
+from models.pipeline.timing import TimingParams, step_timing
+from models.pipeline.training import WaferTrainer, build_memoryx, layer_names
+from sim.kit.player_memory import tagged_words
+
+__all__ = ["PhaseRequest", "PhaseResult", "training"]
+
+
+@dataclass
+class PhaseRequest:
+    """One phase: ``writes[i]`` = wafer i's configuration writes ``[(addr, value)]`` (all the
+    same length), ``stream`` the tagged weight words to broadcast (uint64, may be empty),
+    ``root`` / ``west`` / ``east`` the words the root recorder and every west / east edge
+    recorder must receive; ``what`` names the phase in messages."""
+    what: str
+    writes: list
+    stream: np.ndarray
+    root: int = 0
+    west: int = 0
+    east: int = 0
+
+
+@dataclass
+class PhaseResult:
+    """``cfg_cycles``, ``run_cycles`` (the harness's counters), ``stream_cycles`` (first to last
+    weight word, 0 without a stream); the recorders' words (uint64): ``root_words``,
+    ``west_words[i][p]``, ``east_words[i][p]`` (empty when not expected)."""
+    cfg_cycles: int
+    run_cycles: int
+    stream_cycles: int
+    root_words: np.ndarray = None
+    west_words: list = field(default_factory=list)
+    east_words: list = field(default_factory=list)
+
+
+def training(run, cfg: Config, data, *, log=print):
+    """Generator of the whole run (see the module docstring); ``data``: the ``digits.npz`` split
+    (``x_train, x_test, y_train, y_test``). Returns the results dictionary (without the
+    simulator's speed, which the driver adds) and writes ``weights.safetensors``."""
+    out_dir = Path(run.out_dir)
+    n, names, dims = run.systems, layer_names(run.dims), run.dims
+    nl, P, L, B = len(names), cfg.mesh_rows, cfg.lanes, run.batch
+    optimizer = run.make_optimizer
+    mx = build_memoryx(dims, optimizer=optimizer(), seed=run.seed)
+    golden = WaferTrainer(dims, build_memoryx(dims, optimizer=optimizer(), seed=run.seed),
+                          mesh=run.mesh, systems=n, batch=B)
+    x_tr, x_te, y_tr, y_te = data["x_train"], data["x_test"], data["y_train"], data["y_test"]
+    rng = np.random.default_rng(run.seed)
+    order = np.concatenate([rng.permutation(len(x_tr)) for _ in range(run.steps * golden.global_batch
+                                                                      // len(x_tr) + 1)])
+    model_step = step_timing(dims, B, n, TimingParams(
+        mesh_rows=P, mesh_cols=cfg.mesh_cols, lanes=L, weight_words_per_cycle=1.0,
+        grad_words_per_cycle=1.0, memoryx_optimizer=run.optimizer))
+    hw = RtlHardware(mesh_rows=P, mesh_cols=cfg.mesh_cols, lanes=L, systems=n,
+                     swarmx_adder_latency=Fp32Add.LATENCY, num_colors=cfg.num_colors,
+                     vc_depth=cfg.vc_depth)
+    history, wall, sim_cycles = [], time.perf_counter(), 0
+    schedules = {}      # the timing model per configuration-word counts (the same every step)
+
+    def phase(progs, stream, **counts):
+        counts_w = {len(ph.writes) for ph in progs}
+        assert len(counts_w) == 1, f"{counts['what']}: wafers got different write counts {counts_w}"
+        result = yield PhaseRequest(writes=[ph.writes for ph in progs], stream=stream, **counts)
+        return result
+
+    for step in range(run.steps):
+        idx = order[step * golden.global_batch:(step + 1) * golden.global_batch]
+        x, labels = x_tr[idx], y_tr[idx]
+        w16 = [mx.bf16(name) for name in names]
+        acts = [[kernels.to_bf16(x[i * B:(i + 1) * B].T)] for i in range(n)]
+        phases, logits = [], [None] * n
+
+        # Forward, layer by layer: activations out of the west edge, logits out of the east.
+        for l in range(nl):
+            m, k, last = dims[l + 1], dims[l], l == nl - 1
+            progs = [compile_forward(cfg, m=m, k=k, batch=B, x16=acts[i][l], last=last)
+                     for i in range(n)]
+            counts = {"east" if last else "west": m * L}
+            res = yield from phase(progs, tagged_words([w16[l]]), what=f"forward layer {l}", **counts)
+            phases.append(("forward", l, res, (len(progs[0].writes), progs[0].plan)))
+            for i in range(n):
+                words = res.east_words[i] if last else res.west_words[i]
+                rows = np.concatenate([unpack_wavelet(w)[0].astype(np.uint32).reshape(m, L)
+                                       for w in words], axis=1)
+                if last:
+                    logits[i] = f32(rows)
+                else:
+                    acts[i].append((rows >> 16).astype(np.uint16))
+
+        # Host: softmax cross-entropy.
+        losses, dz = [], []
+        for i in range(n):
+            loss, d = kernels.softmax_xent(logits[i], labels[i * B:(i + 1) * B],
+                                           golden.global_batch)
+            losses.append(loss)
+            dz.append(d)
+
+        # Backward, last layer first: backward-data (W^T stream), then backward-weight (reduce).
+        grads = {}
+        for l in range(nl - 1, -1, -1):
+            m, k = dims[l + 1], dims[l]
+            dz_prev = None
+            if l > 0:
+                progs = [compile_backward_data(cfg, m=m, k=k, batch=B, x16=acts[i][l],
+                                               dz16=dz[i]) for i in range(n)]
+                res = yield from phase(progs, tagged_words([np.ascontiguousarray(w16[l].T)]),
+                                       west=k * L, what=f"backward-data layer {l}")
+                phases.append(("backward-data", l, res, (len(progs[0].writes), progs[0].plan)))
+                dz_prev = [np.concatenate([split_dx(cfg, w, k) for w in res.west_words[i]], axis=1)
+                           for i in range(n)]
+            progs = [compile_backward_weight(cfg, m=m, k=k, batch=B, x16=acts[i][l], dz16=dz[i])
+                     for i in range(n)]
+            res = yield from phase(progs, np.zeros(0, np.uint64), root=m * k,
+                                   what=f"backward-weight layer {l}")
+            phases.append(("backward-weight", l, res, (len(progs[0].writes), progs[0].plan)))
+            got, lasts = unpack_tagged(res.root_words)
+            assert lasts[-1] == 1 and not lasts[:-1].any(), \
+                f"step {step}: layer {l}: reduced gradient 'last' flags wrong"
+            grads[l] = f32(got.astype(np.uint32)).reshape(m, k)
+            if dz_prev is not None:
+                dz = dz_prev
+        for l in range(nl - 1, -1, -1):
+            mx.apply_gradient(names[l], grads[l])
+
+        # Golden step and checks.
+        ref = golden.step(x, labels)
+        for name in names:
+            a, b = mx.master(name).view(np.uint32), golden.mx.master(name).view(np.uint32)
+            if not np.array_equal(a, b):
+                raise AssertionError(f"step {step + 1}: layer {name}: {int(np.sum(a != b))} master "
+                                     f"weights differ from the golden pipeline model")
+        loss = float(np.mean(losses))
+        assert loss == ref.loss, (loss, ref.loss)
+        # A weight stream can never beat one SwarmX word per cycle (the timing model's stream
+        # term M * K); how far each one stays above it is recorded (docs/system_simulation.md explains why).
+        for ph, l, res, _ in phases:
+            if ph != "backward-weight":
+                mk = dims[l + 1] * dims[l]
+                assert res.stream_cycles >= mk, \
+                    f"step {step + 1}: {ph} layer {l}: {mk} weights in {res.stream_cycles} cycles"
+        # Cycles against the timing model of this schedule: equal without stalls, else above.
+        # The model depends only on the configuration-word counts and plans, the same every step
+        # for a network: computed once per distinct set.
+        key = tuple((ph, l, w[0]) for ph, l, _, w in phases)
+        if key not in schedules:
+            schedules[key] = step_schedule(dims, hw, {(ph, l): w for ph, l, _, w in phases})
+        model = schedules[key]
+        for (ph, l, res, _), mp in zip(phases, model, strict=True):
+            assert (mp.phase, mp.layer) == (ph, l), (mp, ph, l)
+            where = f"step {step + 1}: {ph} layer {l}"
+            c, r = res.cfg_cycles, res.run_cycles
+            if run.stall == 0:
+                assert (c, r) == (mp.config, mp.run), \
+                    f"{where}: {c} configuration + {r} run cycles, model {mp.config} + {mp.run}"
+            else:
+                assert c >= mp.config and r >= mp.run, \
+                    f"{where}: {c} + {r} cycles below the model's {mp.config} + {mp.run}"
+        step_cycles = sum(res.cfg_cycles + res.run_cycles for _, _, res, _ in phases)
+        sim_cycles += step_cycles
+        record = {"step": step + 1, "loss": loss, "cycles": step_cycles,
+                  "phases": [{"phase": ph, "layer": l, "config_writes": w[0],
+                              "config_cycles": res.cfg_cycles, "run_cycles": res.run_cycles,
+                              "stream_cycles": res.stream_cycles,
+                              "model_config_cycles": mp.config, "model_run_cycles": mp.run,
+                              "model_run_formula": mp.run_formula}
+                             for (ph, l, res, w), mp in zip(phases, model)]}
+        if (step + 1) % run.eval_every == 0 or step + 1 == run.steps:
+            record["test_accuracy"] = float(np.mean(golden.predict(x_te) == y_te))
+        history.append(record)
+        acc = f"  test acc {record['test_accuracy']:.3f}" if "test_accuracy" in record else ""
+        log(f"step {step + 1:4d}/{run.steps}  loss {loss:.4f}{acc}  {step_cycles} cycles "
+            f"(RTL wafers)  [bit-exact]")
+
+    seconds = time.perf_counter() - wall
+    export_safetensors(mx, out_dir / "weights.safetensors")
+    fmacs = sum(dims[l + 1] * dims[l] for l in range(nl)) * B * 3 - dims[0] * dims[1] * B
+    pe_lanes = cfg.mesh_rows * cfg.mesh_cols * L
+    last_phases = history[-1]["phases"]
+    return {
+        "config": run.as_dict(), "wafer": "rtl", "hardware": cfg.as_dict(), "steps": history,
+        "phases": last_phases,
+        "wafer_model_step": {
+            "cycles": model_step.cycles, "wafer_cycles": model_step.wafer_cycles,
+            "utilization": model_step.utilization,
+            "phases": [{"layer": p.layer, "phase": p.phase, "cycles": p.cycles,
+                        "utilization": p.utilization}
+                       for p in model_step.forward + model_step.backward],
+        },
+        "utilization": fmacs / (pe_lanes * history[-1]["cycles"]),
+        "simulated_cycles": sim_cycles, "wall_seconds": seconds,
+        "cycles_per_second": sim_cycles / seconds if seconds else 0.0,
+    }
