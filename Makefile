@@ -1,6 +1,7 @@
 # weightstream: every target bootstraps what it needs (.venv from pyproject.toml, Icarus Verilog,
-# Verilator and ruff for lint).
-#   make sim       the main job: the richest system simulation (ARGS="..." passes options)
+# Verilator, and ruff for lint).
+#   make sim       the main job: trains digits through the RTL wafers under Verilator (ARGS="..." passes
+#                  options; the Verilator binary is cached per configuration in build/verilator/)
 #   make test      the whole regression, in parallel (pytest-xdist)
 #   make verilog   Verilog of the tops into build/verilog/<top>.v, incrementally: a top is rebuilt only
 #                  when its inputs changed (hdl/ and arch/ sources, resolved configuration, Amaranth
@@ -76,10 +77,10 @@ yosys:
 	    echo "error: yosys not found: install it (Debian/Ubuntu: sudo apt-get install yosys; 0.23 works)"; exit 1; \
 	  fi; }
 
-sim: $(STAMP) iverilog
+sim: $(STAMP) iverilog verilator
 	$(PY) -m sim.system $(ARGS)
 
-test: $(STAMP) iverilog yosys
+test: $(STAMP) iverilog verilator yosys
 	$(PY) -m pytest -n auto $(PYTEST_ARGS)
 
 verilog: $(STAMP)
@@ -90,7 +91,7 @@ lint: verilog verilator $(LINT_STAMP)
 	  --lint $(if $(strip $(TOPS)),$(patsubst %,build/verilog/%.v,$(TOPS)),build/verilog/*.v)
 	@$(VENV)/bin/ruff check .
 
-bench: $(STAMP) iverilog
+bench: $(STAMP) iverilog verilator
 	$(PY) -m bench $(ARGS)
 
 formal: $(STAMP) yosys

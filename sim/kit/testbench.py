@@ -63,6 +63,8 @@ class Testbench:
     """Testbench module ``top`` over Verilog ``sources`` under ``simulator`` (``verilator``,
     ``icarus`` or None for the default). Built on first use (:meth:`build`)."""
 
+    __test__ = False        # not a pytest class
+
     def __init__(self, sources, top, *, simulator=None, log=None):
         self.sources = [Path(s).resolve() for s in sources]
         self.top = top

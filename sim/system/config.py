@@ -38,7 +38,7 @@ class SystemRunConfig:
     mesh: tuple = (2, 2)
     systems: int = 2
     batch: int = 8
-    steps: int = 100
+    steps: int = 150
     optimizer: str = "adamw"
     lr: float = 1e-2
     stall: int = 0
