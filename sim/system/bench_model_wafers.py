@@ -39,8 +39,7 @@ from models.swarmx import SwarmxTiming
 from sim.kit import params
 from sim.kit.clocking import reset
 from sim.kit.player_memory import load_words, read_words, tagged_words
-from sim.system.config import SystemRunConfig
-from sim.system.run import DATA_FILE
+from sim.system.config import DATA_FILE, SystemRunConfig
 
 
 async def _run_phase(dut, bcast_count, reduce_count, timeout_cycles):

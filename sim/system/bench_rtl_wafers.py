@@ -10,6 +10,7 @@ Parameters: :class:`sim.system.config.SystemRunConfig` (``wafer = "rtl"``). Writ
 """
 
 import json
+import time
 from pathlib import Path
 
 import cocotb
@@ -20,10 +21,9 @@ from sim.harness.rtl_system import cfg_word
 from sim.kit import params
 from sim.kit.clocking import reset
 from sim.kit.player_memory import load_words, read_words
-from sim.system.config import SystemRunConfig
+from sim.system.config import DATA_FILE, SystemRunConfig
 from sim.system.rtl import rtl_config
 from sim.system.rtl_training import PhaseResult, training
-from sim.system.run import DATA_FILE
 
 
 async def _pulse(dut, name):
@@ -107,6 +107,7 @@ async def train(dut):
         getattr(dut, name).value = 0
     await reset(dut)
     loop = training(run, cfg, data, log=lambda text: print(text, flush=True))
+    cpu = time.process_time()       # the simulator's process: Icarus and cocotb's Python
     try:
         request = next(loop)
         while True:
@@ -115,4 +116,7 @@ async def train(dut):
     except StopIteration as stop:
         results = stop.value
     results["simulator"] = "cocotb+icarus"
+    results["simulator_cycles"] = results["simulated_cycles"]
+    results["simulator_cpu_seconds"] = time.process_time() - cpu
+    results["cycles_per_cpu_second"] = results["simulated_cycles"] / results["simulator_cpu_seconds"]
     (out_dir / "results.json").write_text(json.dumps(results, indent=2))

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from models.memoryx import SGD, Adam, AdamW, Momentum
 
-__all__ = ["SystemRunConfig", "OPTIMIZERS", "SIMULATORS"]
+__all__ = ["SystemRunConfig", "OPTIMIZERS", "SIMULATORS", "DATA_FILE"]
 
 OPTIMIZERS = {
     "adamw": lambda lr: AdamW(lr=lr, weight_decay=1e-4),
@@ -15,6 +15,8 @@ OPTIMIZERS = {
 }
 
 DIGITS_FEATURES, DIGITS_CLASSES = 64, 10
+# The data split handed to the simulator, in the output folder (sim/system/run.py).
+DATA_FILE = "digits.npz"
 # "rtl": RTL wafers of PE tiles (sim/system/rtl_training.py); "model": the golden wafer kernels.
 WAFERS = ("rtl", "model")
 # How the RTL is simulated (docs/system_simulation.md#simulators): "verilator" / "icarus": the

@@ -19,6 +19,7 @@ import numpy as np
 from arch.config_bus import ADDR_BITS, WORD_BITS
 from sim.harness.system_tb import STATUS_FIELDS, TB_TOP
 from sim.kit.testbench import Testbench
+from sim.system.config import DATA_FILE
 from sim.system.rtl import rtl_config
 from sim.system.rtl_build import system_sources
 from sim.system.rtl_training import PhaseResult, training
@@ -116,7 +117,6 @@ class PhaseRunner:
 def run_rtl_host(run, *, simulator=None, log=print):
     """Simulate ``run`` (``wafer = "rtl"``) with one testbench process per phase; writes and
     returns ``results.json`` (the digits split must be in ``run.out_dir``, ``sim.system.run``)."""
-    from sim.system.run import DATA_FILE
     out = Path(run.out_dir)
     cfg = rtl_config(run)
     work = out / "phase"

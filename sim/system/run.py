@@ -14,10 +14,9 @@ import numpy as np
 
 from sim.harness.swarmx_system import SwarmxSystemHarness
 from sim.kit.runner import run_bench
+from sim.system.config import DATA_FILE
 
 __all__ = ["DATA_FILE", "run_system"]
-
-DATA_FILE = "digits.npz"
 
 
 def run_system(run, *, console=False, run_name=None, log=None):

@@ -24,26 +24,15 @@ def test_system_training(tmp_path, systems, stall, optimizer):
 
 
 @pytest.mark.parametrize("stall", [0, 64])
-def test_system_training_rtl_wafers(tmp_path, stall):
-    """The default bench in small: N = 2 RTL wafers of 2 x 2 PE tiles under the SwarmX RTL, with
-    (stall 64) random gaps at the weight player and back-pressure at every recorder; the bench
-    itself asserts the loss and every master weight bit-exact after every step, and every phase's
-    cycles against ``models.pipeline.rtl_schedule`` (stall 0: equal)."""
+def test_system_training_rtl_wafers_cocotb(tmp_path, stall, check_rtl_results):
+    """The default bench in small under cocotb + Icarus (``--sim cocotb``): N = 2 RTL wafers of
+    2 x 2 PE tiles under the SwarmX RTL, with (stall 64) random gaps at the weight player and
+    back-pressure at every recorder; stall 0: every phase's cycles equal to the model's."""
     run = SystemRunConfig(dims=(64, 8, 10), systems=2, batch=8, steps=1, eval_every=1,
-                          stall=stall, out_dir=str(tmp_path), wafer="rtl")
+                          stall=stall, out_dir=str(tmp_path), wafer="rtl", simulator="cocotb")
     results = run_system(run)
-    assert [s["step"] for s in results["steps"]] == [1]
-    kinds = [(p["phase"], p["layer"]) for p in results["phases"]]
-    assert kinds == [("forward", 0), ("forward", 1), ("backward-data", 1),
-                     ("backward-weight", 1), ("backward-weight", 0)]
-    for p in results["phases"]:
-        assert p["config_cycles"] == p["config_writes"] + 1 == p["model_config_cycles"]
-        assert p["model_run_cycles"] >= p["model_run_formula"] > 0
-        if stall == 0:
-            assert p["run_cycles"] == p["model_run_cycles"]
-        else:
-            assert p["run_cycles"] >= p["model_run_cycles"]
-    assert (tmp_path / "weights.safetensors").stat().st_size > 4 * run.words
+    assert results["simulator"] == "cocotb+icarus"
+    check_rtl_results(results, run)
 
 
 def test_rtl_wafer_refuses_batch():
@@ -56,7 +45,14 @@ def test_rtl_wafer_refuses_batch():
     ("dims", (32, 10), "must start with 64"), ("systems", 0, "systems must be in 1..16"),
     ("mesh", (2,), "two positive ints"), ("optimizer", "lamb", "must be one of"),
     ("stall", 256, "0..255"), ("wafer", "fpga", "wafer must be one of"),
+    ("simulator", "xcelium", "simulator must be one of"),
 ])
 def test_bad_options(field, value, message):
     with pytest.raises(ValueError, match=message):
         SystemRunConfig(**{field: value})
+
+
+def test_model_wafers_need_cocotb():
+    with pytest.raises(ValueError, match="auto or cocotb with model wafers"):
+        SystemRunConfig(wafer="model", simulator="verilator")
+    assert SystemRunConfig(wafer="model").resolved_simulator() == "cocotb"

@@ -1,0 +1,85 @@
+"""RTL simulation speed, side by side per simulator: the ``make sim`` system (2 wafers of 2 x 2 PE
+tiles under the SwarmX tree, 64-32-10) and the ``mesh4x4`` fabric under random traffic, on the
+same plain-Verilog testbenches under Verilator and Icarus, and the system under cocotb + Icarus.
+
+*cycles/CPU-s* = clock cycles simulated / CPU seconds (user + system) of the simulator processes
+(Verilog elaboration and the Verilator build excluded: both are cached). The system figure covers
+one process per phase (reset included), the mesh figure one process over two traffic phases;
+under cocotb the system is one process whose CPU time includes cocotb's Python (the host's work
+between phases, loading and reading memories through VPI). Every
+run is checked as in the regression (the system bit-exact against the golden model with the
+schedule's cycles, the mesh cycle-exact against the fabric model), and the mesh logs of the two
+simulators must be equal byte for byte.
+"""
+
+import random
+import time
+from pathlib import Path
+
+from hdl.config import Config
+from sim.benches.mesh import Scenario, Traffic, random_flows, random_timing, random_traffic
+from sim.kit.testbench import available_simulators
+from sim.system.config import SystemRunConfig
+from sim.system.run import run_system
+
+OUT = Path(__file__).resolve().parents[1] / "build" / "bench" / "sim_speed"
+SYSTEM_STEPS = {"verilator": 10, "icarus": 1, "cocotb": 1}
+MESH_WAVELETS = 24000
+
+
+def _system(sim):
+    run = SystemRunConfig(steps=SYSTEM_STEPS[sim], eval_every=SYSTEM_STEPS[sim],
+                          out_dir=str(OUT / f"system-{sim}"), simulator=sim)
+    start = time.perf_counter()
+    results = run_system(run, run_name="bench-sim-speed")
+    # cocotb: one simulator process for the run, its CPU time includes cocotb's Python (the host).
+    return results["simulator_cycles"], results["simulator_cpu_seconds"], time.perf_counter() - start
+
+
+def _mesh(sim, seed=11):
+    cfg = Config(num_colors=4, vc_depth=2)
+    rng = random.Random(seed)
+    sc = Scenario("mesh4x4", cfg, 4, 4, 30000)
+    for phase in range(2):
+        flows, routes = random_flows(rng, 4, 4, 4, max_sources=8, max_dests=3)
+        sc.set_routes(routes)
+        n_src = len({src for _, src, _ in flows})
+        sent = random_traffic(rng, sc.ports, flows, 0, -(-MESH_WAVELETS // 2 // n_src),
+                              Traffic(sc.ports, 0), sid_base=phase * 64)
+        sc.phase(sent)
+    random_timing(rng, sc.ports, sc.traffic, max_gap=0.3, max_stall=0.2)
+    start = time.perf_counter()
+    log = sc.run(OUT / f"mesh-{sim}", simulator=sim)      # raises if RTL and model differ
+    wall = time.perf_counter() - start
+    if log.deadlocked:
+        raise AssertionError("\n".join(log.dump))
+    return log.cycles, log.cpu_seconds, wall, (OUT / f"mesh-{sim}" / "fabric.log").read_bytes()
+
+
+def run():
+    sims = available_simulators()
+    rows, logs, raw = [], {}, {}
+    for sim in sims:
+        cycles, cpu, wall, logs[sim] = _mesh(sim)
+        raw[f"mesh4x4/{sim}"] = {"cycles": cycles, "cpu_seconds": cpu, "wall_seconds": wall}
+    for sim in sims + ["cocotb"]:
+        cycles, cpu, wall = _system(sim)
+        raw[f"system/{sim}"] = {"cycles": cycles, "cpu_seconds": cpu, "wall_seconds": wall}
+    if len(set(logs.values())) > 1:
+        raise AssertionError("mesh4x4: the simulators' logs differ")
+
+    def rate(key):
+        r = raw.get(key)
+        return round(r["cycles"] / r["cpu_seconds"]) if r and r["cpu_seconds"] else "-"
+
+    for design, label in (("system", "system: 2 wafers of 2x2 PEs + SwarmX (make sim)"),
+                          ("mesh4x4", "mesh4x4: 16 routers, random traffic + back-pressure")):
+        v, i, c = rate(f"{design}/verilator"), rate(f"{design}/icarus"), rate(f"{design}/cocotb")
+        speedup = f"{v / i:.0f}x" if isinstance(v, int) and isinstance(i, int) and i else "-"
+        cycles = max(r["cycles"] for k, r in raw.items() if k.startswith(design + "/"))
+        rows.append([label, cycles, v, i, c, speedup])
+    return {"raw": raw, "simulators": sims, "tables": [{
+        "title": "RTL simulation speed, cycles per CPU-second of the simulator (plain-Verilog "
+                 "testbench; cocotb: the system bench under cocotb + Icarus)",
+        "columns": ["design", "max cycles", "Verilator", "Icarus", "cocotb+Icarus", "Verilator/Icarus"],
+        "rows": rows}]}

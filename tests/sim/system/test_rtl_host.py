@@ -1,0 +1,59 @@
+"""The RTL-wafer system on the plain-Verilog testbench, one simulator process per phase
+(sim/system/rtl_host.py): under Verilator in ``make sim``'s default configuration (so the cached
+binary is shared with ``make sim``), and under Icarus on ``--mesh 4x4`` wafers in small. The
+training loop checks the loss and every master weight bit for bit after every step and every
+phase's cycles against the schedule's model; these tests check what the runs report."""
+
+import shutil
+
+import numpy as np
+import pytest
+
+from sim.system.config import SystemRunConfig
+from sim.system.rtl_host import cfg_words, read_hex, write_hex
+from sim.system.run import run_system
+
+
+@pytest.mark.skipif(shutil.which("verilator") is None, reason="needs Verilator (make test installs it)")
+@pytest.mark.parametrize("stall", [0, 64])
+def test_default_system_under_verilator(tmp_path, stall, check_rtl_results):
+    """``make sim``'s hardware and network (its Verilator binary; ``stall`` is a run-time
+    plusarg), two steps: bit-exact, cycles equal to the model without stalls, above it with."""
+    run = SystemRunConfig(steps=2, eval_every=1, stall=stall, out_dir=str(tmp_path),
+                          simulator="verilator")
+    results = run_system(run)
+    check_rtl_results(results, run)
+    assert results["simulator"] == "verilator"
+    assert results["simulator_runs"] == 2 * 5
+    assert results["simulator_cycles"] > results["simulated_cycles"] > 0
+    assert results["cycles_per_cpu_second"] > 0
+    if stall == 0:
+        assert [s["cycles"] for s in results["steps"]] == [16134, 16134]
+
+
+@pytest.mark.slow
+def test_mesh4x4_wafer_under_icarus(tmp_path, check_rtl_results):
+    """The ``--mesh 4x4`` scenario in small (one wafer of 4 x 4 PE tiles, batch 16, 64-16-10, one
+    step) on the same testbench under Icarus."""
+    run = SystemRunConfig(mesh=(4, 4), systems=1, batch=16, dims=(64, 16, 10), steps=1,
+                          eval_every=1, out_dir=str(tmp_path), simulator="icarus")
+    results = run_system(run)
+    check_rtl_results(results, run)
+    assert results["simulator"] == "icarus" and results["hardware"]["mesh_rows"] == 4
+
+
+def test_hex_files_round_trip(tmp_path):
+    words = np.array([0, 1, 0x1_2345_6789, (1 << 48) - 1], dtype=np.uint64)
+    write_hex(tmp_path / "a.hex", words)
+    assert read_hex(tmp_path / "a.hex", 4).tolist() == words.tolist()
+    # $writememh output of either simulator: comments and addresses are skipped.
+    (tmp_path / "b.hex").write_text("// $writememh\n@0\n1f\n20 // x\n")
+    assert read_hex(tmp_path / "b.hex", 2).tolist() == [0x1F, 0x20]
+    with pytest.raises(AssertionError, match="expected 3"):
+        read_hex(tmp_path / "b.hex", 3)
+
+
+def test_cfg_words_match_the_harness_layout():
+    from sim.harness.rtl_system import cfg_word
+    writes = [(0x1234, 0xDEADBEEF), (0xFFFF, 0), (7, 0xFFFFFFFF)]
+    assert cfg_words(writes).tolist() == [cfg_word(a, v) for a, v in writes]
