@@ -14,6 +14,7 @@ for byte (``tests/sim/kit/test_testbench.py``). Python only writes inputs and re
 
 import hashlib
 import resource
+import shutil
 import subprocess
 import time
 from dataclasses import dataclass
@@ -30,7 +31,6 @@ ICARUS_BUILD = ROOT / "build" / "icarus"
 
 def available_simulators():
     """The simulators installed here, fastest first."""
-    import shutil
     out = []
     if verilator_available():
         out.append("verilator")
