@@ -5,9 +5,9 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .fp32_add import CANONICAL_NAN, fp32_round_pack
-from .fp_pipeline import FpStreamUnit
+from .fp_pipeline import MIN_LATENCY, FpStreamUnit, Stages
 
-__all__ = ["Bf16MulCore", "Bf16Mul"]
+__all__ = ["Bf16MulCore", "Bf16Mul", "MUL_CUTS"]
 
 
 class Bf16MulCore(wiring.Component):
@@ -23,13 +23,21 @@ class Bf16MulCore(wiring.Component):
     ``0x7FC00000``; the sign of every other result, zeros included, is ``sign(a) ^ sign(b)``.
     Equal to numpy ``float32`` multiplication of the widened operands with NaN canonicalized
     (``models.numerics.bf16_mul``).
+
+    ``stages`` (0 .. 4) register stages split it (``MUL_CUTS``); then it has an ``en: In(1)``
+    input that advances them together, and ``y`` is ``stages`` cycles behind ``a``, ``b``.
     """
 
-    def __init__(self):
-        super().__init__({"a": In(16), "b": In(16), "y": Out(32)})
+    def __init__(self, stages=0):
+        self._cuts = MUL_CUTS[stages]
+        members = {"a": In(16), "b": In(16), "y": Out(32)}
+        if stages:
+            members["en"] = In(1)
+        super().__init__(members)
 
     def elaborate(self, platform):
         m = Module()
+        st = Stages(m, self._cuts, getattr(self, "en", None))
         a, b = self.a, self.b
         sa, ea, fa = a[15], a[7:15], a[:7]
         sb, eb, fb = b[15], b[7:15], b[:7]
@@ -50,11 +58,14 @@ class Bf16MulCore(wiring.Component):
         m.d.comb += exp_sum.eq(Mux(ea == 0, 1, ea) + Mux(eb == 0, 1, eb))
         exp = Signal(signed(11))
         m.d.comb += exp.eq(exp_sum - 126)
-        rounded = fp32_round_pack(m, Cat(C(0, 10), product), exp, sign)
+        st.carry(nan=nan_a | nan_b | (inf_a & zero_b) | (zero_a & inf_b), inf_any=inf_a | inf_b,
+                 inf=Cat(C(0x7F800000, 31), sign))
+        v = st.cut("product", product=product, exp=exp, sign=sign)
+        rounded = fp32_round_pack(m, Cat(C(0, 10), v["product"]), v["exp"], v["sign"], stages=st)
 
-        nan = nan_a | nan_b | (inf_a & zero_b) | (zero_a & inf_b)
-        inf = Cat(C(0x7F800000, 31), sign)
-        m.d.comb += self.y.eq(Mux(nan, CANONICAL_NAN, Mux(inf_a | inf_b, inf, rounded)))
+        nan, inf_any, inf = st.carried("nan"), st.carried("inf_any"), st.carried("inf")
+        y = st.cut("out", y=Mux(nan, CANONICAL_NAN, Mux(inf_any, inf, rounded)))["y"]
+        m.d.comb += self.y.eq(y)
         return m
 
 
@@ -63,14 +74,27 @@ class Bf16Mul(FpStreamUnit):
     :class:`Bf16MulCore`.
 
     ``i: In(stream.Signature(StructLayout({"a": 16, "b": 16})))`` (``a`` in bits 15..0),
-    ``o: Out(stream.Signature(32))``. ``LATENCY = 2``, one result per cycle, input order,
-    registered handshakes (see :class:`hdl.fp_pipeline.FpStreamUnit`).
+    ``o: Out(stream.Signature(32))``. ``LATENCY = latency`` (``Config.fp_latency``, 2..6, default
+    2), one result per cycle, input order, registered handshakes (see
+    :class:`hdl.fp_pipeline.FpStreamUnit`).
     """
 
-    LATENCY = FpStreamUnit.LATENCY
+    LATENCY = MIN_LATENCY
 
-    def __init__(self):
-        super().__init__(16, 16, 32)
+    def __init__(self, latency=MIN_LATENCY):
+        super().__init__(16, 16, 32, latency)
 
     def core(self):
-        return Bf16MulCore()
+        return Bf16MulCore(self.stages)
+
+
+# The active cuts of Bf16MulCore for 0..4 register stages, in program order: "product"
+# (significands multiplied), "lz" (leading zeros counted), "shift" (normalized), "out" (result
+# selected), chosen to balance the stages.
+MUL_CUTS = {
+    0: (),
+    1: ("product",),
+    2: ("product", "shift"),
+    3: ("product", "lz", "shift"),
+    4: ("product", "lz", "shift", "out"),
+}

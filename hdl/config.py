@@ -11,6 +11,9 @@ from dataclasses import dataclass
 from arch.pe_map import MAX_TASKS
 from arch.wavelet import COLOR_BITS, MAX_COLORS
 
+# Latency range of the pipelined fp stream units (hdl.fp_pipeline.MIN_LATENCY / MAX_LATENCY).
+FP_LATENCIES = range(2, 7)
+
 __all__ = ["Config", "ConfigError", "PRESETS", "preset", "refuse"]
 
 
@@ -54,6 +57,10 @@ class Config:
         SRAM banks per PE, a power of two dividing ``sram_words``.
     num_tasks : int
         Task descriptors per PE core, 1..32.
+    fp_latency : int
+        Cycles from operands to result of the pipelined fp stream units (the ``fp32_add`` and
+        ``bf16_mul`` tops and the SwarmX adders), 2..6: 2 is the input and output register around
+        the combinational core, every cycle above 2 a register stage inside it (docs/fp_units.md).
     """
 
     num_colors: int = 24
@@ -66,6 +73,7 @@ class Config:
     sram_words: int = 2048
     sram_banks: int = 8
     num_tasks: int = 8
+    fp_latency: int = 2
 
     def __post_init__(self):
         for field in dataclasses.fields(self):
@@ -91,6 +99,8 @@ class Config:
         check("sram_banks", _is_pow2(self.sram_banks) and self.sram_words % self.sram_banks == 0,
               "must be a power of two dividing sram_words")
         check("num_tasks", 1 <= self.num_tasks <= MAX_TASKS, f"must be in 1..{MAX_TASKS}")
+        check("fp_latency", self.fp_latency in FP_LATENCIES,
+              f"must be in {FP_LATENCIES.start}..{FP_LATENCIES.stop - 1}")
 
     def replace(self, **changes):
         """A copy with ``changes`` applied (validated); unknown names raise :class:`ConfigError`."""

@@ -8,9 +8,9 @@ from amaranth import C, Cat, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .fp_pipeline import FpStreamUnit
+from .fp_pipeline import MIN_LATENCY, FpStreamUnit, Stages
 
-__all__ = ["CANONICAL_NAN", "fp32_round_pack", "Fp32AddCore", "Fp32Add"]
+__all__ = ["CANONICAL_NAN", "fp32_round_pack", "Fp32AddCore", "Fp32Add", "ADD_CUTS"]
 
 CANONICAL_NAN = 0x7FC00000
 _INF = 0x7F800000
@@ -68,7 +68,7 @@ def shift_right_sticky(m, value, amount, name):
     return value, sticky
 
 
-def fp32_round_pack(m, sig, exp, sign, *, underflow_shift=True, prefix="rnd"):
+def fp32_round_pack(m, sig, exp, sign, *, underflow_shift=True, prefix="rnd", stages=None):
     """Round the finite value ``(-1)**sign * sig * 2**(exp - 127 - (len(sig) - 1))`` to binary32.
 
     ``sig`` is an unsigned significand of ``W = len(sig) >= 26`` bits whose most significant bit
@@ -78,11 +78,18 @@ def fp32_round_pack(m, sig, exp, sign, *, underflow_shift=True, prefix="rnd"):
 
     With ``underflow_shift=False`` the caller promises ``exp >= 1`` and the right-shift path
     for results far below the subnormal range is left out.
+
+    ``stages`` (:class:`hdl.fp_pipeline.Stages`) offers two cuts: ``"lz"`` after the leading-zero
+    count and ``"shift"`` after the normalizing shift.
     """
     width = len(sig)
     if width < 26:
         raise ValueError(f"fp32_round_pack needs a significand of at least 26 bits, got {width}")
+    if stages is None:
+        stages = Stages(m)
     lz = _leading_zeros(m, sig, f"{prefix}_lz")
+    v = stages.cut("lz", sig=sig, lz=lz, exp=exp, sign=sign)
+    sig, lz, exp, sign = v["sig"], v["lz"], v["exp"], v["sign"]
     sign_in = sign
     sign = Signal(name=f"{prefix}_sign")
     m.d.comb += sign.eq(sign_in)
@@ -111,6 +118,10 @@ def fp32_round_pack(m, sig, exp, sign, *, underflow_shift=True, prefix="rnd"):
         m.d.comb += merged.eq(Mux(exp < 1, down, shifted))
         shifted = merged
 
+    v = stages.cut("shift", shifted=shifted, sticky_out=sticky_out, normal=normal, e_norm=e_norm,
+                   sign=sign, zero=sig == 0)
+    shifted, sticky_out, normal, e_norm, sign, zero = (
+        v["shifted"], v["sticky_out"], v["normal"], v["e_norm"], v["sign"], v["zero"])
     mant = shifted[width - 24:]                 # 24 bits including the hidden bit
     guard = shifted[width - 25]
     sticky = shifted[:width - 25].any() | sticky_out
@@ -123,7 +134,7 @@ def fp32_round_pack(m, sig, exp, sign, *, underflow_shift=True, prefix="rnd"):
     m.d.comb += packed.eq(((exp_field - 1) << 23) + mant + round_up)
 
     result = Signal(32, name=f"{prefix}_result")
-    m.d.comb += result.eq(Cat(Mux(sig == 0, 0, Mux(normal & (e_norm >= 255), _INF, packed)), sign))
+    m.d.comb += result.eq(Cat(Mux(zero, 0, Mux(normal & (e_norm >= 255), _INF, packed)), sign))
     return result
 
 
@@ -136,13 +147,21 @@ class Fp32AddCore(wiring.Component):
     zero); ``x + (-x) = +0`` and ``-0 + -0 = -0``; overflow gives a signed infinity;
     ``inf + -inf`` and any NaN input give the canonical NaN ``0x7FC00000``. Equal to numpy
     ``float32`` addition with NaN canonicalized (``models.numerics.fp32_add``).
+
+    ``stages`` (0 .. 4) register stages split it (``ADD_CUTS``); then it has an ``en: In(1)``
+    input that advances them together, and ``y`` is ``stages`` cycles behind ``a``, ``b``.
     """
 
-    def __init__(self):
-        super().__init__({"a": In(32), "b": In(32), "y": Out(32)})
+    def __init__(self, stages=0):
+        self._cuts = ADD_CUTS[stages]
+        members = {"a": In(32), "b": In(32), "y": Out(32)}
+        if stages:
+            members["en"] = In(1)
+        super().__init__(members)
 
     def elaborate(self, platform):
         m = Module()
+        st = Stages(m, self._cuts, getattr(self, "en", None))
         a, b = self.a, self.b
         sa, ea, fa = a[31], a[23:31], a[:23]
         sb, eb, fb = b[31], b[23:31], b[:23]
@@ -177,19 +196,24 @@ class Fp32AddCore(wiring.Component):
         m.d.comb += diff.eq(x_big - x_small)
         dist = Signal(range(28))
         m.d.comb += dist.eq(Mux(diff > 27, 27, diff))
-        shifted, lost = shift_right_sticky(m, sig_small, dist, "align")
+        st.carry(nan=nan_a | nan_b | (inf_a & inf_b & (sa != sb)), inf_any=inf_a | inf_b,
+                 inf=Cat(C(_INF, 31), Mux(inf_a, sa, sb)))
+        v = st.cut("order", sub=sa ^ sb, both_neg=sa & sb, s_big=s_big, x_big=x_big, sig_big=sig_big,
+                   sig_small=sig_small, dist=dist)
+        shifted, lost = shift_right_sticky(m, v["sig_small"], v["dist"], "align")
         aligned = Signal(27)    # the sticky bit collects everything shifted out
         m.d.comb += aligned.eq(shifted | lost)
+        v = st.cut("align", aligned=aligned, **{k: v[k] for k in ("sub", "both_neg", "s_big", "x_big", "sig_big")})
 
         total = Signal(28)      # MSB weight 2**(x_big + 1 - 127)
-        m.d.comb += total.eq(Mux(sa ^ sb, sig_big - aligned, sig_big + aligned))
+        m.d.comb += total.eq(Mux(v["sub"], v["sig_big"] - v["aligned"], v["sig_big"] + v["aligned"]))
         # A zero sum is +0 except -0 + -0 (RNE): exact cancellation always has opposite signs.
-        sign = Mux(total == 0, sa & sb, s_big)
-        rounded = fp32_round_pack(m, total, x_big + 1, sign, underflow_shift=False)
+        sign = Mux(total == 0, v["both_neg"], v["s_big"])
+        v = st.cut("sum", total=total, sign=sign, x_big=v["x_big"])
+        rounded = fp32_round_pack(m, v["total"], v["x_big"] + 1, v["sign"], underflow_shift=False, stages=st)
 
-        nan = nan_a | nan_b | (inf_a & inf_b & (sa != sb))
-        inf = Cat(C(_INF, 31), Mux(inf_a, sa, sb))
-        m.d.comb += self.y.eq(Mux(nan, CANONICAL_NAN, Mux(inf_a | inf_b, inf, rounded)))
+        nan, inf_any, inf = st.carried("nan"), st.carried("inf_any"), st.carried("inf")
+        m.d.comb += self.y.eq(Mux(nan, CANONICAL_NAN, Mux(inf_any, inf, rounded)))
         return m
 
 
@@ -197,14 +221,27 @@ class Fp32Add(FpStreamUnit):
     """Stream top ``fp32_add`` (docs/architecture.md#verilog-tops): ``o = fp32(a) + fp32(b)`` via :class:`Fp32AddCore`.
 
     ``i: In(stream.Signature(StructLayout({"a": 32, "b": 32})))`` (``a`` in bits 31..0),
-    ``o: Out(stream.Signature(32))``. ``LATENCY = 2``, one result per cycle, input order,
-    registered handshakes (see :class:`hdl.fp_pipeline.FpStreamUnit`).
+    ``o: Out(stream.Signature(32))``. ``LATENCY = latency`` (``Config.fp_latency``, 2..6, default
+    2), one result per cycle, input order, registered handshakes (see
+    :class:`hdl.fp_pipeline.FpStreamUnit`).
     """
 
-    LATENCY = FpStreamUnit.LATENCY
+    LATENCY = MIN_LATENCY
 
-    def __init__(self):
-        super().__init__(32, 32, 32)
+    def __init__(self, latency=MIN_LATENCY):
+        super().__init__(32, 32, 32, latency)
 
     def core(self):
-        return Fp32AddCore()
+        return Fp32AddCore(self.stages)
+
+
+# The active cuts of Fp32AddCore for 0..4 register stages, in program order: "order" (operands
+# ordered, exponent difference), "align" (smaller significand aligned), "sum" (significands
+# added), "lz" (leading zeros counted), "shift" (normalized); chosen to balance the stages.
+ADD_CUTS = {
+    0: (),
+    1: ("sum",),
+    2: ("align", "lz"),
+    3: ("align", "sum", "shift"),
+    4: ("order", "align", "lz", "shift"),
+}

@@ -5,11 +5,11 @@ Every link is an ``amaranth.lib.stream`` of :class:`hdl.wavelet.TaggedWord` (``d
 
 Reduce unit (:class:`SwarmxReduceUnit`)
     Joins two input streams, issues the pair into the pipelined :class:`hdl.fp32_add.Fp32Add`
-    (latency ``L = Fp32Add.LATENCY``) and writes ``a + b`` into an output FIFO of ``L + 2``
-    words. It issues only while *words in the adder + words in the output FIFO < L + 2*, so the
-    adder's output is always accepted (``o.ready`` tied high) and nothing is lost however long
-    the consumer stalls; ``L + 2`` is the least depth that still issues one word per cycle (a
-    word holds a credit from its issue until the cycle after it leaves the FIFO: ``L + 1``
+    (latency ``L``: ``Config.fp_latency``, default ``Fp32Add.LATENCY``) and writes ``a + b`` into
+    an output FIFO of ``L + 2`` words. It issues only while *words in the adder + words in the
+    output FIFO < L + 2*, so the adder's output is always accepted (``o.ready`` tied high) and
+    nothing is lost however long the consumer stalls; ``L + 2`` is the least depth that still
+    issues one word per cycle (a word holds a credit from its issue until the cycle after it leaves the FIFO: ``L + 1``
     cycles, and the credit count is a register). ``last`` rides beside the adder in a FIFO of
     its own; the unit's output ``last`` is the OR of the inputs', and a sticky ``error`` rises
     when the two inputs' ``last`` flags differ. An absent input is tied to ``-0.0``: ``x + -0.0``
@@ -99,17 +99,21 @@ class SwarmxReduceUnit(wiring.Component):
 
     Ports: ``a``, ``b`` (if present): ``In(stream(TaggedWord))``; ``o``: ``Out(stream(TaggedWord))``;
     ``error: Out(1)`` sticky, set when ``a.last != b.last`` for a joined pair.
-    Latency ``LATENCY = Fp32Add.LATENCY + 1`` from an issue (both inputs valid and a credit) to
-    ``o.valid``; output FIFO of ``FIFO_DEPTH = Fp32Add.LATENCY + 2`` words.
+    Latency ``LATENCY = L + 1`` from an issue (both inputs valid and a credit) to ``o.valid``;
+    output FIFO of ``FIFO_DEPTH = L + 2`` words; ``L = adder_latency`` (``Config.fp_latency``,
+    default ``Fp32Add.LATENCY``).
     """
 
     LATENCY = Fp32Add.LATENCY + 1
     FIFO_DEPTH = Fp32Add.LATENCY + 2
 
-    def __init__(self, inputs=2):
+    def __init__(self, inputs=2, *, adder_latency=Fp32Add.LATENCY):
         if inputs not in (1, 2):
             refuse(self, ValueError(f"a reduce unit has 1 or 2 inputs, got {inputs!r}"))
         self._inputs = inputs
+        self._adder_latency = adder_latency
+        self.LATENCY = adder_latency + 1
+        self.FIFO_DEPTH = adder_latency + 2
         ports = {"a": In(_tagged()), "o": Out(_tagged()), "error": Out(1)}
         if inputs == 2:
             ports["b"] = In(_tagged())
@@ -122,7 +126,7 @@ class SwarmxReduceUnit(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         depth = self.FIFO_DEPTH
-        m.submodules.add = add = Fp32Add()
+        m.submodules.add = add = Fp32Add(self._adder_latency)
         m.submodules.out = out = fifo.SyncFIFO(width=_WORD, depth=depth)
         m.submodules.tags = tags = fifo.SyncFIFO(width=1, depth=depth)
 
@@ -228,10 +232,10 @@ class SwarmxNode(wiring.Component):
     error : Out(1)   sticky: two children's ``last`` flags disagreed on a word
 
     Latency: broadcast 1 cycle; reduce ``2 L + 3`` (1:4) or ``L + 2`` (split), ``L =
-    Fp32Add.LATENCY``. One word per cycle in both directions.
+    adder_latency`` (default ``Fp32Add.LATENCY``). One word per cycle in both directions.
     """
 
-    def __init__(self, children=4, *, split=False, fifo_depth=4):
+    def __init__(self, children=4, *, split=False, fifo_depth=4, adder_latency=Fp32Add.LATENCY):
         if isinstance(children, bool) or not isinstance(children, int) or not 1 <= children <= 4:
             refuse(self, ValueError(f"a SwarmX node has 1..4 children, got {children!r}"))
         if split and children < 3:
@@ -240,6 +244,7 @@ class SwarmxNode(wiring.Component):
         self._children = children
         self._split = split
         self._fifo_depth = fifo_depth
+        self._adder_latency = adder_latency
         parent_in, parent_out = In(_tagged()), Out(_tagged())
         if split:
             parent_in, parent_out = parent_in.array(2), parent_out.array(2)
@@ -270,8 +275,8 @@ class SwarmxNode(wiring.Component):
         return [[0, 1], list(range(2, k))] if self._split else [list(range(k))]
 
     @staticmethod
-    def reduce_latency(split=False):
-        return Fp32Add.LATENCY + 2 if split else 2 * Fp32Add.LATENCY + 3
+    def reduce_latency(split=False, adder_latency=Fp32Add.LATENCY):
+        return adder_latency + 2 if split else 2 * adder_latency + 3
 
     def elaborate(self, platform):
         m = Module()
@@ -307,7 +312,7 @@ class SwarmxNode(wiring.Component):
             heads.append(head)
 
         def unit(name, sources):
-            u = SwarmxReduceUnit(len(sources))
+            u = SwarmxReduceUnit(len(sources), adder_latency=self._adder_latency)
             m.submodules[name] = u
             wiring.connect(m, sources[0], u.a)
             if len(sources) == 2:
@@ -370,16 +375,17 @@ class SwarmxTree(wiring.Component):
     error : Out(1)                                          sticky ``last`` mismatch, any node
 
     Latency: broadcast ``depth`` cycles, reduce ``depth * (2 L + 3)`` cycles (``depth`` =
-    ``len(tree_shape(leaves))``); one word per cycle both ways.
+    ``len(tree_shape(leaves))``, ``L = adder_latency``); one word per cycle both ways.
     """
 
-    def __init__(self, leaves, *, fifo_depth=4):
+    def __init__(self, leaves, *, fifo_depth=4, adder_latency=Fp32Add.LATENCY):
         try:
             self._shape = tree_shape(leaves)
         except ValueError as error:
             refuse(self, error)
         self._leaves = leaves
         self._fifo_depth = fifo_depth
+        self._adder_latency = adder_latency
         _check_fifo_depth(self, fifo_depth)
         super().__init__({
             "bcast_in": In(_tagged()),
@@ -391,8 +397,9 @@ class SwarmxTree(wiring.Component):
 
     @classmethod
     def from_config(cls, cfg):
-        """The tree of ``cfg.swarmx_leaves`` leaves with ``cfg.swarmx_fifo_depth``."""
-        return cls(cfg.swarmx_leaves, fifo_depth=cfg.swarmx_fifo_depth)
+        """The tree of ``cfg.swarmx_leaves`` leaves with ``cfg.swarmx_fifo_depth`` and adders of
+        latency ``cfg.fp_latency``."""
+        return cls(cfg.swarmx_leaves, fifo_depth=cfg.swarmx_fifo_depth, adder_latency=cfg.fp_latency)
 
     @property
     def leaves(self):
@@ -408,7 +415,11 @@ class SwarmxTree(wiring.Component):
 
     @property
     def reduce_latency(self):
-        return self.depth * SwarmxNode.reduce_latency()
+        return self.depth * SwarmxNode.reduce_latency(adder_latency=self._adder_latency)
+
+    @property
+    def adder_latency(self):
+        return self._adder_latency
 
     @property
     def broadcast_latency(self):
@@ -420,7 +431,7 @@ class SwarmxTree(wiring.Component):
         for lv, level in enumerate(self._shape):
             nodes = []
             for j, k in enumerate(level):
-                node = SwarmxNode(k, fifo_depth=self._fifo_depth)
+                node = SwarmxNode(k, fifo_depth=self._fifo_depth, adder_latency=self._adder_latency)
                 m.submodules[f"node_l{lv}_{j}"] = node
                 nodes.append(node)
             levels.append(nodes)

@@ -29,10 +29,10 @@ TOPS = {
     "router": lambda cfg: Router(cfg),
     # 4x4 mesh of routers, edges and RAMPs as streams (docs/mesh.md).
     "mesh4x4": lambda cfg: Mesh(cfg.replace(mesh_rows=4, mesh_cols=4)),
-    # binary32 adder, stream {a: 32, b: 32} -> 32, latency Fp32Add.LATENCY (docs/fp_units.md).
-    "fp32_add": lambda cfg: Fp32Add(),
+    # binary32 adder, stream {a: 32, b: 32} -> 32, latency cfg.fp_latency (docs/fp_units.md).
+    "fp32_add": lambda cfg: Fp32Add(cfg.fp_latency),
     # bf16 x bf16 -> binary32 multiplier, stream {a: 16, b: 16} -> 32 (docs/fp_units.md).
-    "bf16_mul": lambda cfg: Bf16Mul(),
+    "bf16_mul": lambda cfg: Bf16Mul(cfg.fp_latency),
     # PE core: descriptors, banked SRAM, cfg.lanes FMAC lanes, vector unit (docs/pe.md); a vector
     # needs one bank per lane, so these tops use at least `lanes` banks.
     "pe_core": lambda cfg: PeCore(_pe_banks(cfg)),

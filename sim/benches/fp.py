@@ -194,12 +194,14 @@ class HarnessJob:
             self._lock = None
 
 
-def prepare_harness(unit, a, b, *, target="stream", expected=None, gap=0, stall=0, seed=1, tag="bulk"):
+def prepare_harness(unit, a, b, *, target="stream", expected=None, gap=0, stall=0, seed=1, tag="bulk",
+                    latency=2):
     """Write the Verilog and the vector file for a bulk run and return its :class:`HarnessJob`.
 
     ``target="stream"``: the stream top ``unit`` in ``fp_stream_harness.v`` with ``gap`` /
     ``stall`` percent random valid gaps / back-pressure; ``target="core"``: its combinational core
     (``Fp32AddCore`` / ``Bf16MulCore``) in ``fp_core_harness.v``, one vector per time unit.
+    ``latency`` is the stream top's ``Config.fp_latency``.
     ``expected`` defaults to the golden model's results. The run folder stays locked (other
     sessions wait) until :meth:`HarnessJob.cleanup`."""
     from hdl.bf16_mul import Bf16MulCore
@@ -222,12 +224,12 @@ def prepare_harness(unit, a, b, *, target="stream", expected=None, gap=0, stall=
     # One folder per tag and pytest-xdist worker, reused across runs (the compiled harness is
     # cached there), locked from here until cleanup() so that concurrent sessions queue.
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    run_dir = BUILD / f"harness-{unit}" / f"{target}-{tag}-{worker}"
+    run_dir = BUILD / f"harness-{unit}" / f"{target}-{tag}-L{latency}-{worker}"
     run_dir.mkdir(parents=True, exist_ok=True)
     lock = open(run_dir / ".run.lock", "w")
     fcntl.flock(lock, fcntl.LOCK_EX)
     if target == "stream":
-        verilog = write_verilog(build_top(unit, Config()), unit, run_dir)
+        verilog = write_verilog(build_top(unit, Config(fp_latency=latency)), unit, run_dir)
         harness, toplevel, dut = HARNESS, "fp_stream_harness", unit
         plusargs = [f"+gap={gap}", f"+stall={stall}", f"+seed={seed}"]
     else:
@@ -241,11 +243,11 @@ def prepare_harness(unit, a, b, *, target="stream", expected=None, gap=0, stall=
                       {"DUT": dut, "WA": width, "WB": width, "NVEC": len(a)}, lock)
 
 
-def run_harness(unit, a, b, *, target="stream", expected=None, gap=0, stall=0, seed=1, tag="bulk"):
+def run_harness(unit, a, b, *, target="stream", expected=None, gap=0, stall=0, seed=1, tag="bulk", latency=2):
     """Run the pairs ``(a[k], b[k])`` through ``unit`` under plain Icarus (``run_vvp``), see
     :func:`prepare_harness`; returns the parsed :class:`HarnessResult`."""
     job = prepare_harness(unit, a, b, target=target, expected=expected, gap=gap, stall=stall,
-                          seed=seed, tag=tag)
+                          seed=seed, tag=tag, latency=latency)
     try:
         out = run_vvp(job.sources, job.toplevel, job.run_dir, plusargs=job.plusargs, defines=job.defines)
     finally:
@@ -288,23 +290,31 @@ def _parse(out):
 
 class FpStreamCycleModel:
     """Cycle model of :class:`hdl.fp_pipeline.FpStreamUnit`: operand :class:`SkidBufferModel`,
-    the arithmetic function ``fn(payload) -> result``, result :class:`SkidBufferModel`.
+    the arithmetic function ``fn(payload) -> result`` with ``latency - 2`` register stages that
+    advance together while the result stage's (registered) ``in_ready`` is high, result
+    :class:`SkidBufferModel`.
 
     :meth:`cycle` takes the input offer and output ready of one clock and returns
     ``(in_ready, accepted, emitted)`` like :class:`models.skid_buffer.SkidBufferModel`.
     """
 
-    def __init__(self, fn):
+    def __init__(self, fn, latency=2):
         self.fn = fn
         self.operands = SkidBufferModel()
+        self.stages = [None] * (latency - 2)     # results in flight inside the core (None: empty)
         self.result = SkidBufferModel()
 
     def cycle(self, in_valid, in_payload, out_ready):
-        mid_valid = self.operands.out_valid
-        mid_ready = self.result.in_ready
-        mid_payload = self.fn(self.operands.out) if mid_valid else 0
-        in_ready, accepted, _ = self.operands.cycle(in_valid, in_payload, mid_ready)
-        _, _, emitted = self.result.cycle(mid_valid, mid_payload, out_ready)
+        advance = self.result.in_ready
+        entering = self.fn(self.operands.out) if self.operands.out_valid else None
+        if self.stages:
+            leaving = self.stages[-1]
+            if advance:
+                self.stages = [entering] + self.stages[:-1]
+        else:
+            leaving = entering
+        in_ready, accepted, _ = self.operands.cycle(in_valid, in_payload, advance)
+        _, _, emitted = self.result.cycle(leaving is not None, leaving if leaving is not None else 0, out_ready)
         return in_ready, accepted, emitted
 
 
@@ -357,8 +367,8 @@ async def _run(dut, p, gap_prob, stall_prob, seed):
     board.check_done()
     assert len(mon.words) == n, f"{len(mon.words) - n} extra result(s) after the last expected one"
     assert not violations, violations[:3]
-    accepts, emits, model_words = replay_closed_loop(FpStreamCycleModel(lambda k: expected[k]), list(range(n)),
-                                                     gap_log, stall_log, len(stall_log))
+    model = FpStreamCycleModel(lambda k: expected[k], p["latency"])
+    accepts, emits, model_words = replay_closed_loop(model, list(range(n)), gap_log, stall_log, len(stall_log))
     assert model_words[:n] == expected
     assert drv.accepted == accepts[:len(drv.accepted)], "input accept cycles differ from the model"
     assert mon.cycles == emits[:n], "output transfer cycles differ from the model"
@@ -396,8 +406,9 @@ async def full_rate(dut):
 @cocotb.test()
 async def valid_without_ready(dut):
     """With ``o.ready`` low, the first result still appears ``latency`` cycles after its pair and
-    stays offered, unchanged; the pipeline then fills to its capacity of 4 and ``i.ready`` drops."""
-    p = dict(params(), vectors="random", n=8)
+    stays offered, unchanged; the pipeline then fills to its capacity of ``latency + 2`` and
+    ``i.ready`` drops."""
+    p = dict(params(), vectors="random", n=params()["latency"] + 4)
     latency = p["latency"]
     unit, a, b = _operands(p, cocotb.RANDOM_SEED)
     width = UNITS[unit][0]
@@ -415,17 +426,18 @@ async def valid_without_ready(dut):
             accepted.append(cycle)
             k += 1
         offered.append(int(dut.o__payload.value) if int(dut.o__valid.value) else None)
-    assert accepted == [0, 1, 2, 3], f"expected 4 pairs accepted back to back, got cycles {accepted}"
+    assert accepted == list(range(latency + 2)), (
+        f"expected {latency + 2} pairs accepted back to back, got cycles {accepted}")
     assert offered[:latency] == [None] * latency
     assert offered[latency:] == [expected[0]] * (20 - latency), "o.valid/payload not held while stalled"
     dut.i__valid.value = 0
     dut.o__ready.value = 1
     got = []
-    for _ in range(8):
+    for _ in range(2 * (latency + 2)):
         await RisingEdge(dut.clk)
         if int(dut.o__valid.value):
             got.append(int(dut.o__payload.value))
-    assert got == expected[:4], "the four buffered results must drain in order"
+    assert got == expected[:latency + 2], "the buffered results must drain in order"
 
 
 # ---- functional coverage (sim.kit.coverage): IEEE class pairs and rounding cases ---------------

@@ -39,7 +39,6 @@ import numpy as np
 from arch.wavelet import unpack_tagged, unpack_wavelet
 from compiler.wafer import compile_backward_data, compile_backward_weight, compile_forward, split_dx
 from hdl.config import Config
-from hdl.fp32_add import Fp32Add
 from models.memoryx import export_safetensors
 from models.numerics import f32
 from models.pipeline import kernels
@@ -97,7 +96,7 @@ def training(run, cfg: Config, data, *, log=print):
         mesh_rows=P, mesh_cols=cfg.mesh_cols, lanes=L, weight_words_per_cycle=1.0,
         grad_words_per_cycle=1.0, memoryx_optimizer=run.optimizer))
     hw = RtlHardware(mesh_rows=P, mesh_cols=cfg.mesh_cols, lanes=L, systems=n,
-                     swarmx_adder_latency=Fp32Add.LATENCY, num_colors=cfg.num_colors,
+                     swarmx_adder_latency=cfg.fp_latency, num_colors=cfg.num_colors,
                      vc_depth=cfg.vc_depth)
     history, wall, sim_cycles = [], time.perf_counter(), 0
     schedules = {}      # the timing model per configuration-word counts (the same every step)

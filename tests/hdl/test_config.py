@@ -11,7 +11,7 @@ def test_presets_are_valid():
 @pytest.mark.parametrize("field,value", [
     ("num_colors", 0), ("num_colors", 33), ("vc_depth", 3), ("mesh_rows", 0), ("mesh_cols", -1),
     ("swarmx_leaves", 0), ("swarmx_leaves", 193), ("lanes", 17), ("sram_words", 100),
-    ("sram_banks", 3), ("num_tasks", 0),
+    ("sram_banks", 3), ("num_tasks", 0), ("fp_latency", 1), ("fp_latency", 7),
 ])
 def test_bad_field_is_named(field, value):
     with pytest.raises(ConfigError, match=field):

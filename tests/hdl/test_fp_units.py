@@ -160,6 +160,25 @@ def test_random_pairs_stream(unit, seed):
            f"seed={seed}")
 
 
+@pytest.mark.parametrize("latency", [3, 4, 5, 6])
+def test_special_pairs_stream_deeper(unit, latency):
+    """Config.fp_latency > 2 (register stages inside the core): every special pair bit-exact through
+    the stream top with random gaps and back-pressure."""
+    a, b = special_pairs(unit.name)
+    _clean(run_harness(unit.name, a, b, gap=20, stall=30, seed=11, tag="special", latency=latency), len(a))
+
+
+@pytest.mark.parametrize("latency", [4, 6])
+def test_cocotb_deeper_pipeline_timing(unit, latency):
+    """cocotb at Config.fp_latency 4 and 6: cycle-exact against the pipeline model (stages that
+    advance together), full-rate latency == fp_latency, capacity fp_latency + 2."""
+    top = build_top(unit.name, Config(fp_latency=latency))
+    assert top.LATENCY == latency
+    run_bench(top, unit.name, "sim.benches.fp",
+              params={"unit": unit.name, "vectors": "special", "gap_prob": 0.3, "stall_prob": 0.3,
+                      "latency": latency})
+
+
 def test_harnesses_detect_wrong_results(unit):
     """Both harnesses really compare: flipped expected bits are reported at their indices."""
     a, b = special_pairs(unit.name)

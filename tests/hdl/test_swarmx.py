@@ -64,6 +64,17 @@ def test_swarmx_deep_tree_bench(leaves, depth):
     assert len(bins) == leaves * 2 * 2 * 2, "a leaf x direction x last x back-pressure bin stayed empty"
 
 
+def test_swarmx_deeper_adders_bench():
+    """Config.fp_latency = 4: the reduce units' adders, output FIFOs and credits follow it, and
+    the tree still matches the cycle model (adder_latency 4) at one word per cycle."""
+    cfg = Config(swarmx_leaves=7, fp_latency=4)
+    tree = build_top("swarmx", cfg)
+    assert tree.reduce_latency == tree_depth(7) * node_reduce_latency(4)
+    run_bench(tree, "swarmx", "sim.benches.swarmx",
+              params={"leaves": 7, "fifo_depth": cfg.swarmx_fifo_depth, "adder_latency": 4,
+                      "words": 300, "full_words": 48})
+
+
 @pytest.mark.parametrize("leaves", [1, 2, 3, 4, 5, 7, 16, 17, 64, 65, 192])
 def test_tree_shape_matches_model(leaves):
     assert tree_shape(leaves) == node_children(leaves)
