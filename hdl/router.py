@@ -62,9 +62,8 @@ color)
 ``BAD_ADDR`` (5): a write to an unmapped address (e.g. a color ``>= num_colors``); ignored.
 """
 
-from amaranth import Array, Cat, Const, Module, Mux, Shape, Signal
+from amaranth import Cat, Const, Module, Mux, Shape, Signal
 from amaranth.lib import stream, wiring
-from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from arch.ports import NUM_PORTS, PORT_NAMES, Port
@@ -85,6 +84,7 @@ from .config import refuse
 from .config_bus import ConfigBus
 from .formal import Properties, active
 from .layouts import cat_fields
+from .router_parts import DATA_CTRL, ChannelBuffers, RoundRobinArbiter, and_or, onehot_index
 from .wavelet import Wavelet
 
 __all__ = ["Router", "CreditLink"]
@@ -174,25 +174,18 @@ class Router(wiring.Component):
         sent_any = vec("sent_any")
         m.d.comb += sent_any.eq(_or_all(sent_v))
 
-        # ---- virtual channels: one memory per input (C * D words, channel c at c * D), with a
-        # read and a write pointer per channel; counts, pointers packed into wide registers.
-        cw = Shape.cast(range(D + 1)).width
-        pw = max(1, (D - 1).bit_length())
-        mems = [Memory(shape=DATA_CTRL, depth=C * D, init=[]) for _ in ports]
+        # ---- virtual channels: per input port, C channel FIFOs (ChannelBuffers) ------------
+        bufs = [ChannelBuffers(C, D) for _ in ports]
         for i in ports:
-            m.submodules[f"vc_mem_{names[i]}"] = mems[i]
-        count_reg = [Signal(C * cw, name=f"vc_{names[i]}_counts") for i in ports]
-        rd_reg = [Signal(C * pw, name=f"vc_{names[i]}_rd") for i in ports]
-        wr_reg = [Signal(C * pw, name=f"vc_{names[i]}_wr") for i in ports]
-        count = [[count_reg[i][c * cw:(c + 1) * cw] for c in range(C)] for i in ports]
-        rd_ptr = [[rd_reg[i][c * pw:(c + 1) * pw] for c in range(C)] for i in ports]
-        wr_ptr = [[wr_reg[i][c * pw:(c + 1) * pw] for c in range(C)] for i in ports]
+            m.submodules[f"vc_{names[i]}"] = bufs[i]
+        heads = [b.heads.word_select(c, DATA_CTRL) for b in bufs for c in range(C)]   # by k
         nonempty = vec("nonempty")
         full = vec("full")
         m.d.comb += [
-            nonempty.eq(Cat(count[i][c] != 0 for i in ports for c in range(C))),
-            full.eq(Cat(count[i][c] == D for i in ports for c in range(C))),
+            nonempty.eq(Cat(b.nonempty for b in bufs)),
+            full.eq(Cat(b.full for b in bufs)),
         ]
+        cw = Shape.cast(range(D + 1)).width
 
         # ---- output eligibility per color ---------------------------------------------------
         credit = {}
@@ -210,26 +203,18 @@ class Router(wiring.Component):
                 m.d.comb += e.eq(Mux(~out.valid | out.ready, accept, 0))
             elig.append(e)
 
-        # ---- requests, round-robin grants ---------------------------------------------------
+        # ---- requests, round-robin grants (one RoundRobinArbiter per output) -----------------
         want = []
         grants = []
         for o in ports:
             w = vec(f"want_{names[o]}")
             m.d.comb += w.eq(route_v[o] & ~sent_v[o] & nonempty)
             want.append(w)
-            req = vec(f"req_{names[o]}")
-            m.d.comb += req.eq(w & Cat(elig[o] for _ in ports))
-            above = vec(f"rr_{names[o]}", init=(1 << N) - 1)
-            hi = vec(f"req_hi_{names[o]}")
-            pick = vec(f"pick_{names[o]}")
+            arb = RoundRobinArbiter(N)
+            m.submodules[f"arb_{names[o]}"] = arb
+            m.d.comb += arb.req.eq(w & Cat(elig[o] for _ in ports))
             grant = vec(f"grant_{names[o]}")
-            m.d.comb += [
-                hi.eq(req & above),
-                pick.eq(Mux(hi != 0, hi, req)),
-                grant.eq(pick & (~pick + 1)[:N]),
-            ]
-            with m.If(grant != 0):
-                m.d.sync += above.eq(~(grant | (grant - 1)[:N]))
+            m.d.comb += grant.eq(arb.grant)
             grants.append(grant)
 
         any_want = vec("any_want")
@@ -243,26 +228,15 @@ class Router(wiring.Component):
         for o in ports:
             m.d.sync += sent_v[o].eq((sent_v[o] | grants[o]) & ~pop)
 
-        # ---- crossbar: one-hot grant -> (input, color) -> head word -----------------------
-        rd_flat = Array(rd_ptr[i][c] for i in ports for c in range(C))
+        # ---- crossbar: one-hot grant AND-OR over the channel heads ---------------------------
         for o in ports:
             grant = grants[o]
-            idx = Signal(range(N), name=f"xbar_{names[o]}_idx")
-            isel = Signal(3, name=f"xbar_{names[o]}_input")
-            color = Signal(COLOR_BITS, name=f"xbar_{names[o]}_color")
-            with m.Switch(grant):
-                for k in range(N):
-                    with m.Case(1 << k):
-                        m.d.comb += [idx.eq(k), isel.eq(k // C), color.eq(k % C)]
-            addr = Signal(range(C * D), name=f"xbar_{names[o]}_addr")
-            m.d.comb += addr.eq(color * D + rd_flat[idx])
-            rdata = []
-            for i in ports:
-                rp = mems[i].read_port(domain="comb")
-                m.d.comb += rp.addr.eq(addr)
-                rdata.append(rp.data)
             word = Signal(DATA_CTRL, name=f"xbar_{names[o]}_word")
-            m.d.comb += word.eq(Array(rdata)[isel])
+            color = Signal(COLOR_BITS, name=f"xbar_{names[o]}_color")
+            m.d.comb += [
+                word.eq(and_or(grant, heads, DATA_CTRL)),
+                color.eq(onehot_index(grant, [k % C for k in range(N)], COLOR_BITS)),
+            ]
             payload = Signal(Wavelet, name=f"xbar_{names[o]}_payload")
             m.d.comb += [payload.data.eq(word[:DATA_BITS]), payload.ctrl.eq(word[DATA_BITS]),
                          payload.color.eq(color)]
@@ -286,8 +260,6 @@ class Router(wiring.Component):
         for i in ports:
             inp = self.port_in(i)
             color_in = inp.payload.color
-            word_in = Signal(DATA_CTRL, name=f"in_{names[i]}_word")
-            m.d.comb += word_in.eq(Cat(inp.payload.data, inp.payload.ctrl))
             in_range = (color_in < C) if C < MAX_COLORS else Const(1)
             if i in self._links:
                 take = inp.valid
@@ -295,25 +267,16 @@ class Router(wiring.Component):
             else:
                 m.d.comb += inp.ready.eq(~in_range | ~full[i * C:(i + 1) * C].bit_select(color_in, 1))
                 take = inp.valid & inp.ready
-            write = vec(f"write_{names[i]}", C)
-            m.d.comb += write.eq(Mux(take & in_range, Const(1, C) << color_in, 0))
             err_events.append((take & in_range & ~routed[i * C:(i + 1) * C].bit_select(color_in, 1),
                                ErrorCode.NO_ROUTE, color_in, i))
             if C < MAX_COLORS:
                 err_events.append((take & ~in_range, ErrorCode.BAD_COLOR, color_in, i))
-            wp = mems[i].write_port()
-            m.d.comb += [wp.en.eq(take & in_range), wp.data.eq(word_in),
-                         wp.addr.eq(color_in * D + wr_reg[i].word_select(color_in, pw))]
-            for c in range(C):
-                w = write[c]
-                n = count[i][c]
-                p = pop[i * C + c]
-                with m.If(p):
-                    m.d.sync += rd_ptr[i][c].eq(rd_ptr[i][c] + 1)
-                with m.If(w):
-                    m.d.sync += wr_ptr[i][c].eq(wr_ptr[i][c] + 1)
-                with m.If(w != p):
-                    m.d.sync += n.eq(Mux(w, n + 1, n - 1))
+            m.d.comb += [
+                bufs[i].w_en.eq(take & in_range),
+                bufs[i].w_color.eq(color_in),
+                bufs[i].w_data.eq(Cat(inp.payload.data, inp.payload.ctrl)),
+                bufs[i].pop.eq(pop[i * C:(i + 1) * C]),
+            ]
 
         # ---- configuration bus --------------------------------------------------------------
         bus = self.cfg
@@ -427,9 +390,6 @@ class Router(wiring.Component):
                 if q != o:
                     multi = multi | (pop & sent_v[o] & grants[q])
         f.cover("multicast_copies_in_different_cycles", multi != 0)
-
-
-DATA_CTRL = DATA_BITS + 1     # a channel word: data and ctrl (the color is the channel's)
 
 
 def _or_all(values):
