@@ -14,6 +14,8 @@
 #   make bench     benchmarks: tables printed, JSON in build/bench/ (coverage summary included)
 #   make formal    prove the stream properties stated in the RTL (BMC + k-induction with Yosys):
 #                  table printed, JSON in build/formal/formal.json; ARGS="router" picks proofs
+#   make synth     yosys + nextpnr-ice40 on every top (iCE40 HX8K): LUT4s, flip-flops, block RAMs, carry
+#                  cells, LUT levels, Fmax; table printed, build/synth/synth.json (ARGS="router" picks entries)
 #   make clean     remove build outputs (keeps .venv)
 
 PYTHON ?= python3
@@ -35,7 +37,7 @@ JOBS ?= 2
 PYTEST_ARGS ?=
 ARGS ?=
 
-.PHONY: sim test verilog lint bench formal clean venv iverilog verilator yosys
+.PHONY: sim test verilog lint bench formal synth clean venv iverilog verilator yosys nextpnr
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { echo "error: '$(PYTHON) -m venv' failed: install Python 3.11+ with venv (Debian: python3-venv)"; exit 1; }
@@ -80,6 +82,16 @@ yosys:
 sim: $(STAMP) iverilog verilator
 	$(PY) -m sim.system $(ARGS)
 
+# nextpnr-ice40 for make synth (yosys above also runs the structural test of make test).
+nextpnr:
+	@command -v nextpnr-ice40 >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing nextpnr-ice40 (Debian packages nextpnr-ice40 fpga-icestorm)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nextpnr-ice40 fpga-icestorm >/dev/null; \
+	  else \
+	    echo "error: nextpnr-ice40 not found: install it (Debian/Ubuntu: sudo apt-get install nextpnr-ice40 fpga-icestorm)"; exit 1; \
+	  fi; }
+
 test: $(STAMP) iverilog verilator yosys
 	$(PY) -m pytest -n auto $(PYTEST_ARGS)
 
@@ -96,6 +108,9 @@ bench: $(STAMP) iverilog verilator
 
 formal: $(STAMP) yosys
 	$(PY) -m sim.formal $(ARGS)
+
+synth: $(STAMP) yosys nextpnr
+	$(PY) -m bench.synth $(ARGS)
 
 clean:
 	rm -rf build .pytest_cache .hypothesis

@@ -25,6 +25,10 @@ from sim.kit.coverage import SUMMARY_COLUMNS, summary_row, write
 OUT = Path(__file__).resolve().parents[1] / "build" / "bench"
 
 
+# Run only when named (``make bench ARGS=synth``; ``make synth``): minutes of synthesis.
+ON_REQUEST = {"synth"}
+
+
 def available():
     return sorted(m.name for m in pkgutil.iter_modules(bench.__path__) if not m.name.startswith("_"))
 
@@ -50,7 +54,7 @@ def main(argv=None):
     console = Console()
     OUT.mkdir(parents=True, exist_ok=True)
     summary = []
-    for name in args.names or names:
+    for name in args.names or [n for n in names if n not in ON_REQUEST]:
         console.rule(f"bench {name}")
         start = time.perf_counter()
         result = importlib.import_module(f"bench.{name}").run()

@@ -193,7 +193,7 @@ def synth_entry(entry, top, preset_name, changes, timeout):
     """Synthesize one entry; returns its result dictionary."""
     res = {"entry": entry, "top": top, "preset": preset_name, "changes": changes}
     folder = OUT / entry
-    verilog = _generate(entry, top, preset_name, changes)
+    verilog = folder / f"{top}.v"       # written by run() before the tools start
     t0 = time.perf_counter()
     netlist_path = folder / "synth.json"
     ok = _run(["yosys", "-q", "-l", str(folder / "yosys.log"), "-p",
@@ -253,7 +253,7 @@ def tools_missing():
     return [t for t in ("yosys", "nextpnr-ice40") if shutil.which(t) is None]
 
 
-def run(names=None, jobs=2, timeout=1800):
+def run(names=None, jobs=2, timeout=900):
     todo = [e for e in entries() if not names or e[0] in names]
     OUT.mkdir(parents=True, exist_ok=True)
     # Verilog first, serially (elaboration is Python; it keeps the workers to the tools).
@@ -296,7 +296,7 @@ def main(argv=None):
     ap.add_argument("names", nargs="*", metavar="NAME",
                     help=f"entries (default all: {', '.join(e[0] for e in entries())})")
     ap.add_argument("--jobs", type=int, default=2, help="entries synthesized at a time (default 2)")
-    ap.add_argument("--timeout", type=float, default=1800, help="seconds per tool run (default 1800)")
+    ap.add_argument("--timeout", type=float, default=900, help="seconds per tool run (default 900)")
     ap.add_argument("--out", default=str(OUT), help=f"output folder (default {OUT.relative_to(ROOT)})")
     args = ap.parse_args(argv)
     OUT = Path(args.out).resolve()
