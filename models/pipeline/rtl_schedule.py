@@ -68,7 +68,7 @@ BW_ADAPTER_WORDS = 2
 class RtlHardware:
     """The RTL system: ``systems`` wafers of ``mesh_rows x mesh_cols`` PEs with ``lanes`` lanes,
     routers of ``num_colors`` colors and ``vc_depth``-word channels, behind a SwarmX tree whose
-    adders have latency ``swarmx_adder_latency`` (``hdl.fp32_add``: 2)."""
+    adders have latency ``swarmx_adder_latency`` (``Config.fp_latency``, default 2)."""
     mesh_rows: int
     mesh_cols: int
     lanes: int

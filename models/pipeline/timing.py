@@ -127,7 +127,7 @@ class TimingParams:
         Weight-gradient partials as dot products on the vector unit (the PE RTL's DOT, True) or as
         FMAC broadcasts on the lanes (False).
     fp_add_latency : int
-        ``Fp32Add.LATENCY`` (``hdl/fp32_add.py``: 2), the SwarmX adders.
+        Latency of the SwarmX adders: ``Config.fp_latency`` (``hdl/fp32_add.py``; default 2).
     swarmx_bcast_latency, swarmx_reduce_latency : int
         Cycles per SwarmX tree level (``hdl/swarmx.py``: broadcast 1, reduce ``2 L + 3`` = 7 with
         ``L = fp_add_latency``; ``None`` derives it from ``fp_add_latency``).
