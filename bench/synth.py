@@ -47,6 +47,7 @@ ENTRIES = [
     ("bf16_mul_l3", "bf16_mul", "tiny", {"fp_latency": 3}),
     ("bf16_mul_l4", "bf16_mul", "tiny", {"fp_latency": 4}),
     ("router", "router", "tiny", {}),
+    ("router_d2", "router", "tiny", {"vc_depth": 2}),
     ("swarmx", "swarmx", "tiny", {"swarmx_leaves": 4}),
     ("pe_core", "pe_core", "tiny", {}),
     ("tile", "tile", "tiny", {}),
@@ -229,7 +230,13 @@ def synth_entry(entry, top, preset_name, changes, timeout):
         res["status"] = "place and route timeout"
         return res
     if not ok:
-        res["status"] = "place and route failed (see " + str(folder / "nextpnr.log") + ")"
+        text = (folder / "nextpnr.log").read_text(errors="replace")
+        cells = re.findall(r"ICESTORM_LC:\s+(\d+)/\s*(\d+)", text)
+        if cells and int(cells[-1][0]) > int(cells[-1][1]):
+            # LUT4s and flip-flops that cannot share logic cells: more cells than the device has
+            res["status"] = f"does not fit HX8K ({cells[-1][0]}/{cells[-1][1]} logic cells with the pin wrapper)"
+        else:
+            res["status"] = "place and route failed (see " + str(folder / "nextpnr.log") + ")"
         res["fits"] = False
         return res
     found = re.findall(r"Max frequency for clock\s+'[^']*clk[^']*':\s+([0-9.]+) MHz",

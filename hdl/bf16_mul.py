@@ -50,7 +50,7 @@ class Bf16MulCore(wiring.Component):
             sign.eq(sa ^ sb),
         ]
 
-        product = Signal(16)        # exact significand product
+        product = Signal(16, name="bf16_significand_product")   # exact; tests/hdl/test_structure.py
         m.d.comb += product.eq(Cat(fa, ea != 0) * Cat(fb, eb != 0))
         # bf16 value = sig * 2**(x - 127 - 7) with x = max(e, 1); the product's bit 15 then weighs
         # 2**(xa + xb - 126 - 127), padded with 10 zero bits to the rounder's 26-bit minimum.
