@@ -186,6 +186,7 @@ class Router(wiring.Component):
             full.eq(Cat(b.full for b in bufs)),
         ]
         cw = Shape.cast(range(D + 1)).width
+        count = [[b.counts[c * cw:(c + 1) * cw] for c in range(C)] for b in bufs]   # words per channel
 
         # ---- output eligibility per color ---------------------------------------------------
         credit = {}

@@ -26,14 +26,17 @@ class ChannelBuffers(wiring.Component):
     Ports: ``w_en``, ``w_color``, ``w_data`` write a word into channel ``w_color``; ``pop[c]``
     drops the head of channel ``c`` (any set of channels in one cycle); ``heads`` (``colors *
     DATA_CTRL`` bits, channel ``c`` at ``c * DATA_CTRL``) the head words; ``nonempty``, ``full``
-    one bit per channel. A write and a pop of one channel in one cycle keep its count.
+    one bit per channel; ``counts`` the words per channel (``count_width`` bits each, for the
+    router's formal properties). A write and a pop of one channel in one cycle keep its count.
     """
 
     def __init__(self, colors, depth):
         self._colors, self._depth = colors, depth
+        self.count_width = Shape.cast(range(depth + 1)).width
         super().__init__({
             "w_en": In(1), "w_color": In(COLOR_BITS), "w_data": In(DATA_CTRL), "pop": In(colors),
             "heads": Out(colors * DATA_CTRL), "nonempty": Out(colors), "full": Out(colors),
+            "counts": Out(colors * self.count_width),
         })
 
     def elaborate(self, platform):
@@ -68,6 +71,7 @@ class ChannelBuffers(wiring.Component):
                 m.d.sync += n.eq(Mux(write, n + 1, n - 1))
         m.d.comb += [
             self.heads.eq(Cat(heads)),
+            self.counts.eq(counts),
             self.nonempty.eq(Cat(counts[c * cw:(c + 1) * cw] != 0 for c in range(C))),
             self.full.eq(Cat(counts[c * cw:(c + 1) * cw] == D for c in range(C))),
         ]

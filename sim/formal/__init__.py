@@ -30,6 +30,8 @@ PROOFS = [
     Proof("skid_buffer", lambda: SkidBuffer(8), what="SkidBuffer(8)"),
     Proof("fp32_add", Fp32Add, steps=8, what="Fp32Add stream unit"),
     Proof("bf16_mul", Bf16Mul, steps=8, what="Bf16Mul stream unit"),
+    Proof("fp32_add_l4", lambda: Fp32Add(4), steps=10, what="Fp32Add stream unit, fp_latency 4"),
+    Proof("bf16_mul_l4", lambda: Bf16Mul(4), steps=10, what="Bf16Mul stream unit, fp_latency 4"),
     Proof("swarmx_unit", lambda: SwarmxReduceUnit(2), steps=12, covers="all", what="SwarmxReduceUnit(2)"),
     Proof("swarmx_unit_last", lambda: SwarmxReduceUnit(2), steps=16, fair_stall=1,
           what="SwarmxReduceUnit(2), consumer stalls <= 1 cycle: last accounting"),
