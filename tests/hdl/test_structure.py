@@ -77,7 +77,7 @@ def test_router_memories_and_multipliers(tmp_path):
 
 
 @pytest.mark.xfail(strict=True, reason="PE core SRAM banks still have 4 read / 2 write ports and address "
-                   "generation multiplies (issue #14, remaining work: docs/synthesis.md)")
+                   "generation multiplies (remaining work: docs/synthesis.md)")
 def test_pe_core_memories_and_multipliers(tmp_path):
     """PE core: 1R1W banks (block RAM), multipliers only in the bf16 multiplier cores."""
     assert violations(netlist("pe_core", tmp_path)) == []

@@ -271,7 +271,7 @@ def test_stored_bytes_equal_the_accounting():
 
 # -- non-finite results ------------------------------------------------------------------------------
 OVERFLOWS = [
-    # the case: finite inputs, SGD lr 2, gradient 2e38: p - 2 * 2e38 overflows
+    # finite inputs that overflow: SGD lr 2, gradient 2e38: p - 2 * 2e38 overflows
     (SGD(lr=2.0), np.ones(4), np.full(4, 2e38, F), "master"),
     (Momentum(lr=1e30), np.ones(4), np.full(4, 1e30, F), "master"),
     (Momentum(lr=0.1, momentum=0.9, nesterov=True), np.full(4, 1e3), np.full(4, 3e38, F), "master"),
