@@ -52,45 +52,35 @@ $(LINT_STAMP): $(STAMP)
 
 venv: $(STAMP)
 
-iverilog:
-	@command -v iverilog >/dev/null && command -v vvp >/dev/null || { \
+# $(call require,COMMAND,DEBIAN PACKAGES,WHAT): install the packages with apt-get when COMMAND is
+# missing and we are root; otherwise stop and say what to install.
+define require
+	@command -v $(1) >/dev/null || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "installing Icarus Verilog (Debian package iverilog)"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iverilog >/dev/null; \
+	    echo "installing $(3) (Debian packages: $(2))"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2) >/dev/null; \
 	  else \
-	    echo "error: Icarus Verilog not found: install it (Debian/Ubuntu: sudo apt-get install iverilog; version 11+)"; exit 1; \
+	    echo "error: $(1) not found: install $(3) (Debian/Ubuntu: sudo apt-get install $(2))"; exit 1; \
 	  fi; }
+endef
+
+iverilog:
+	$(call require,iverilog,iverilog,Icarus Verilog 11+)
+	$(call require,vvp,iverilog,Icarus Verilog 11+)
 
 verilator:
-	@command -v verilator >/dev/null || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "installing Verilator (Debian package verilator)"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq verilator >/dev/null; \
-	  else \
-	    echo "error: Verilator not found: install it (Debian/Ubuntu: sudo apt-get install verilator; version 5+)"; exit 1; \
-	  fi; }
+	$(call require,verilator,verilator,Verilator 5+)
 
+# yosys: formal proofs, the structural test of make test, and make synth.
 yosys:
-	@command -v yosys >/dev/null || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "installing Yosys (Debian package yosys)"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq yosys >/dev/null; \
-	  else \
-	    echo "error: yosys not found: install it (Debian/Ubuntu: sudo apt-get install yosys; 0.23 works)"; exit 1; \
-	  fi; }
+	$(call require,yosys,yosys,Yosys 0.23+)
+
+# nextpnr-ice40 for make synth.
+nextpnr:
+	$(call require,nextpnr-ice40,nextpnr-ice40 fpga-icestorm,nextpnr-ice40 and IceStorm)
 
 sim: $(STAMP) iverilog verilator
 	$(PY) -m sim.system $(ARGS)
-
-# nextpnr-ice40 for make synth (yosys above also runs the structural test of make test).
-nextpnr:
-	@command -v nextpnr-ice40 >/dev/null || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "installing nextpnr-ice40 (Debian packages nextpnr-ice40 fpga-icestorm)"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nextpnr-ice40 fpga-icestorm >/dev/null; \
-	  else \
-	    echo "error: nextpnr-ice40 not found: install it (Debian/Ubuntu: sudo apt-get install nextpnr-ice40 fpga-icestorm)"; exit 1; \
-	  fi; }
 
 test: $(STAMP) iverilog verilator yosys
 	$(PY) -m pytest -n auto $(PYTEST_ARGS)
