@@ -25,7 +25,6 @@ from pathlib import Path
 
 import cocotb
 import numpy as np
-from cocotb.triggers import RisingEdge, with_timeout
 
 from arch.wavelet import TAGGED_BITS, pack_tagged, unpack_tagged
 from models.swarmx import SwarmxTiming, reduce_bits, reduce_last
@@ -33,30 +32,13 @@ from sim.benches.swarmx import random_fp32, vector_lasts
 from sim.kit import params
 from sim.kit.clocking import reset
 from sim.kit.player_memory import load_words, read_words
-
-
-async def _phase(dut, bcast_count, reduce_count, stall, timeout_cycles):
-    dut.bcast_count.value = bcast_count
-    dut.reduce_count.value = reduce_count
-    dut.src_stall.value = stall
-    dut.sink_stall.value = stall
-    dut.start.value = 1
-    await RisingEdge(dut.clk)
-    dut.start.value = 0
-    await RisingEdge(dut.clk)
-    try:
-        await with_timeout(RisingEdge(dut.done), timeout_cycles * 10, "ns")
-    except cocotb.triggers.SimTimeoutError:
-        raise AssertionError(f"phase did not finish within {timeout_cycles} cycles "
-                             f"(overflow={int(dut.overflow.value)}, error={int(dut.error.value)})") from None
-    assert not int(dut.overflow.value), "a recorder overflowed: the tree delivered extra words"
-    assert not int(dut.error.value), "SwarmX raised its last-mismatch error"
+from sim.kit.swarmx_phase import run_swarmx_phase
 
 
 async def _broadcast(dut, n, words, stall, rng):
     stream = rng.integers(0, 1 << TAGGED_BITS, words, dtype=np.uint64)
     load_words(dut.bcast_player.mem, stream)
-    await _phase(dut, words, 0, stall, 40 * words + 1000)
+    await run_swarmx_phase(dut, words, 0, 40 * words + 1000, stall=stall)
     first_in = int(dut.bcast_player.first_stamp.value)
     stamps = []
     for i in range(n):
@@ -72,7 +54,7 @@ async def _reduce(dut, n, words, stall, rng):
     lasts = vector_lasts(rng, words)
     for i in range(n):
         load_words(getattr(dut, f"reduce_player{i}").mem, pack_tagged(data[i].astype(np.uint64), lasts))
-    await _phase(dut, 0, words, stall, 60 * words + 2000)
+    await run_swarmx_phase(dut, 0, words, 60 * words + 2000, stall=stall)
     got = read_words(dut.root_rec.mem, words)
     got_data, got_last = unpack_tagged(got)
     want = reduce_bits(data)

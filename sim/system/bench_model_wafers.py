@@ -26,7 +26,6 @@ from pathlib import Path
 
 import cocotb
 import numpy as np
-from cocotb.triggers import RisingEdge, with_timeout
 
 from arch.wavelet import unpack_tagged
 from hdl.fp32_add import Fp32Add
@@ -39,24 +38,8 @@ from models.swarmx import SwarmxTiming
 from sim.kit import params
 from sim.kit.clocking import reset
 from sim.kit.player_memory import load_words, read_words, tagged_words
+from sim.kit.swarmx_phase import run_swarmx_phase
 from sim.system.config import DATA_FILE, SystemRunConfig
-
-
-async def _run_phase(dut, bcast_count, reduce_count, timeout_cycles):
-    dut.bcast_count.value = bcast_count
-    dut.reduce_count.value = reduce_count
-    dut.start.value = 1
-    await RisingEdge(dut.clk)
-    dut.start.value = 0
-    await RisingEdge(dut.clk)
-    try:
-        await with_timeout(RisingEdge(dut.done), timeout_cycles * 10, "ns")
-    except cocotb.triggers.SimTimeoutError:
-        raise AssertionError(f"phase did not finish within {timeout_cycles} cycles: words lost or "
-                             f"the tree deadlocked (overflow={int(dut.overflow.value)}, "
-                             f"error={int(dut.error.value)})") from None
-    assert not int(dut.overflow.value), "a recorder overflowed: the tree delivered extra words"
-    assert not int(dut.error.value), "SwarmX raised its last-mismatch error"
 
 
 @cocotb.test()
@@ -102,7 +85,7 @@ async def train(dut):
         w16s = [np.concatenate(list(mx.stream(name, rows_per_chunk=64)), axis=0) for name in names]
         stream = tagged_words(w16s)
         load_words(bcast_player, stream)
-        await _run_phase(dut, words, 0, timeout)
+        await run_swarmx_phase(dut, words, 0, timeout)
         received = []
         for i, rec in enumerate(leaf_recs):
             got = read_words(rec.mem, words)
@@ -131,7 +114,7 @@ async def train(dut):
         back = list(range(len(names) - 1, -1, -1))
         for i in range(n):
             load_words(leaf_players[i], tagged_words([bits(grads[i][l]) for l in back]))
-        await _run_phase(dut, 0, words, timeout)
+        await run_swarmx_phase(dut, 0, words, timeout)
         got = read_words(root.mem, words)
         expected = tagged_words([bits(tree_sum(np.stack([g[l] for g in grads]))) for l in back])
         if not np.array_equal(got, expected):

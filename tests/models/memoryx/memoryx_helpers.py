@@ -1,5 +1,7 @@
 """Helpers shared by the MemoryX tests (not a test module)."""
 
+import tracemalloc
+
 import numpy as np
 
 
@@ -20,3 +22,15 @@ def assert_same_state(a, b):
                                               err_msg=f"{name}.{k}")
             else:
                 assert la[k] == lb[k], f"{name}.{k}"
+
+
+def peak_heap(fn):
+    """(result, peak heap bytes allocated while ``fn`` ran), by tracemalloc (numpy reports its buffers)."""
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        out = fn()
+        return out, tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()

@@ -7,12 +7,11 @@ import signal
 import subprocess
 import sys
 import time
-import tracemalloc
 from pathlib import Path
 
 import numpy as np
 import pytest
-from memoryx_helpers import assert_same_state
+from memoryx_helpers import assert_same_state, peak_heap
 
 from models.memoryx import (
     SGD,
@@ -149,17 +148,6 @@ def test_a_failed_restore_leaves_no_flash_files(tmp_path):
     assert header["layers"][0]["name"] == "a"
 
 
-def _peak(fn):
-    """(result, peak heap bytes allocated while fn ran) with tracemalloc (numpy reports its buffers)."""
-    tracemalloc.start()
-    try:
-        base = tracemalloc.get_traced_memory()[0]
-        tracemalloc.reset_peak()
-        out = fn()
-        return out, tracemalloc.get_traced_memory()[1] - base
-    finally:
-        tracemalloc.stop()
-
 
 @pytest.mark.parametrize("opt", [AdamW(lr=1e-3), SGD(lr=0.1)], ids=lambda o: o.kind)
 def test_store_8x_its_budget_is_saved_restored_and_trained_within_budget_plus_chunks(tmp_path, opt):
@@ -172,8 +160,8 @@ def test_store_8x_its_budget_is_saved_restored_and_trained_within_budget_plus_ch
         mx.add_layer(f"l{i}", (256, 256), "normal", seed=i)
     assert mx.stored_bytes() >= 8 * budget
     feed(mx, 2, seed=5)
-    path, save_peak = _peak(lambda: mx.save_checkpoint(tmp_path / "m.ckpt"))
-    back, restore_peak = _peak(lambda: MemoryX.load_checkpoint(path, flash_dir=tmp_path / "b", **kw))
+    path, save_peak = peak_heap(lambda: mx.save_checkpoint(tmp_path / "m.ckpt"))
+    back, restore_peak = peak_heap(lambda: MemoryX.load_checkpoint(path, flash_dir=tmp_path / "b", **kw))
     limit = budget + 8 * chunk_bytes
     assert save_peak <= limit, save_peak
     assert restore_peak <= 8 * chunk_bytes, restore_peak    # nothing cached: the chunk buffers only
@@ -181,7 +169,7 @@ def test_store_8x_its_budget_is_saved_restored_and_trained_within_budget_plus_ch
     # the first step on a restored store may JIT-compile kernels for its array types (a one-time
     # allocation of the compiler, not of the store): take that step on a second restored copy first
     feed(MemoryX.load_checkpoint(path, flash_dir=tmp_path / "warm", **kw), 1, seed=6)
-    _, train_peak = _peak(lambda: feed(back, 1, seed=6))
+    _, train_peak = peak_heap(lambda: feed(back, 1, seed=6))
     assert train_peak <= limit, train_peak
     feed(mx, 1, seed=6)
     assert_same_state(mx.snapshot(), back.snapshot())

@@ -2,12 +2,11 @@
 within the DRAM budget plus a few chunks."""
 
 import json
-import tracemalloc
 
 import ml_dtypes
 import numpy as np
 import pytest
-from memoryx_helpers import assert_same_state
+from memoryx_helpers import assert_same_state, peak_heap
 from safetensors.numpy import load_file, save_file
 
 from models.memoryx import (
@@ -131,16 +130,6 @@ def test_errors_name_the_path_and_tensor(tmp_path):
         mx.import_safetensors(tmp_path / "short.safetensors")
 
 
-def _peak(fn):
-    tracemalloc.start()
-    try:
-        base = tracemalloc.get_traced_memory()[0]
-        tracemalloc.reset_peak()
-        out = fn()
-        return out, tracemalloc.get_traced_memory()[1] - base
-    finally:
-        tracemalloc.stop()
-
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_store_8x_its_budget_exports_and_imports_within_budget_plus_chunks(tmp_path, dtype):
@@ -154,11 +143,11 @@ def test_store_8x_its_budget_exports_and_imports_within_budget_plus_chunks(tmp_p
         mx.apply_gradient(n, rng.standard_normal((256, 256), dtype=F))
     assert mx.stored_bytes() >= 8 * budget
     path = tmp_path / "w.safetensors"
-    _, export_peak = _peak(lambda: mx.export_safetensors(path, dtype=dtype, include_state=dtype == "float32"))
+    _, export_peak = peak_heap(lambda: mx.export_safetensors(path, dtype=dtype, include_state=dtype == "float32"))
     fresh = MemoryX(AdamW(lr=1e-3), flash_dir=tmp_path / "b", **kw)
     for n in mx.layer_names():
         fresh.add_layer(n, (256, 256), "zeros")
-    _, import_peak = _peak(lambda: fresh.import_safetensors(path))
+    _, import_peak = peak_heap(lambda: fresh.import_safetensors(path))
     assert export_peak <= budget + 8 * 4 * chunk, export_peak
     assert import_peak <= budget + 8 * 4 * chunk, import_peak
     loaded = load_file(path)                               # the library reads what was streamed out
