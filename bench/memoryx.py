@@ -45,14 +45,6 @@ BUILD = Path(__file__).resolve().parents[1] / "build" / "bench"
 XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false"
 
 
-def _best(fn, reps=REPS):
-    best = float("inf")
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
-
 
 def _optax():
     """(jax, optax) or None. XLA is told to use one thread before jax is first imported."""

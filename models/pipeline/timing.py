@@ -289,6 +289,12 @@ class StepTiming:
     def wafer_cycles(self):
         return sum(p.cycles for p in self.forward + self.backward)
 
+    def summary(self):
+        """Step cycles, wafer cycles, utilization and per-phase cycles as plain JSON values."""
+        return {"cycles": self.cycles, "wafer_cycles": self.wafer_cycles, "utilization": self.utilization,
+                "phases": [{"layer": p.layer, "phase": p.phase, "cycles": p.cycles, "utilization": p.utilization}
+                           for p in self.forward + self.backward]}
+
 
 def _bound(parts):
     name = max(parts, key=lambda k: parts[k])

@@ -23,7 +23,6 @@ induction length, seconds, the statements, each cover's first cycle); ``python -
 prints the table and writes ``build/formal/formal.json``.
 """
 
-import os
 import re
 import shutil
 import subprocess
@@ -133,6 +132,3 @@ def _insert_before_endmodule_of_top(text, stmt):
     at = text.rfind("endmodule")
     return text[:at] + stmt + text[at:]
 
-
-def jobs_env():
-    return int(os.environ.get("FORMAL_JOBS", "2"))

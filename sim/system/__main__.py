@@ -100,14 +100,18 @@ def plot(results, path):
     plt.close(fig)
 
 
+def _print_network(run):
+    print(f"  network          {'-'.join(map(str, run.dims))} on digits, {run.systems} systems x batch "
+          f"{run.batch}, {run.mesh[0]}x{run.mesh[1]} PEs per wafer, {run.optimizer} lr {run.lr}")
+
+
 def summary_rtl(run, results, wall):
     steps = results["steps"]
     last = steps[-1]
     accs = [s["test_accuracy"] for s in steps if "test_accuracy" in s]
     hw = results["hardware"]
     print("\nweightstream system simulation (RTL wafers)")
-    print(f"  network          {'-'.join(map(str, run.dims))} on digits, {run.systems} systems x batch "
-          f"{run.batch}, {run.mesh[0]}x{run.mesh[1]} PEs per wafer, {run.optimizer} lr {run.lr}")
+    _print_network(run)
     print(f"  RTL in the loop  SwarmX tree + {run.systems} wafers of {run.mesh[0]}x{run.mesh[1]} PE "
           f"tiles ({hw['lanes']} lanes, {hw['sram_words']} SRAM words, {hw['num_colors']} colors) "
           f"under {SIM_NAMES[results['simulator']]}; MemoryX and the host are Python")
@@ -150,8 +154,7 @@ def summary(run, results, wall):
     accs = [s["test_accuracy"] for s in steps if "test_accuracy" in s]
     model = results["wafer_model_step"]
     print("\nweightstream system simulation")
-    print(f"  network          {'-'.join(map(str, run.dims))} on digits, {run.systems} systems x batch "
-          f"{run.batch}, {run.mesh[0]}x{run.mesh[1]} PEs per wafer, {run.optimizer} lr {run.lr}")
+    _print_network(run)
     print(f"  RTL in the loop  SwarmX tree ({results['swarmx_depth']} level(s), fp32_add latency "
           f"{results['adder_latency']}) under Icarus; MemoryX, host and wafers are golden models")
     print(f"  loss             {steps[0]['loss']:.4f} (step 1) -> {last['loss']:.4f} (step {last['step']})")

@@ -166,13 +166,7 @@ async def train(dut):
     results = {
         "config": run.as_dict(), "words_per_phase": words, "swarmx_depth": timing.depth,
         "adder_latency": Fp32Add.LATENCY, "steps": history,
-        "wafer_model_step": {
-            "cycles": model_step.cycles, "wafer_cycles": model_step.wafer_cycles,
-            "utilization": model_step.utilization,
-            "phases": [{"layer": p.layer, "phase": p.phase, "cycles": p.cycles,
-                        "utilization": p.utilization}
-                       for p in model_step.forward + model_step.backward],
-        },
+        "wafer_model_step": model_step.summary(),
         "simulated_cycles": sim_cycles, "wall_seconds": seconds,
         "cycles_per_second": sim_cycles / seconds if seconds else 0.0,
     }

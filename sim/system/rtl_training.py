@@ -223,13 +223,7 @@ def training(run, cfg: Config, data, *, log=print):
     return {
         "config": run.as_dict(), "wafer": "rtl", "hardware": cfg.as_dict(), "steps": history,
         "phases": last_phases,
-        "wafer_model_step": {
-            "cycles": model_step.cycles, "wafer_cycles": model_step.wafer_cycles,
-            "utilization": model_step.utilization,
-            "phases": [{"layer": p.layer, "phase": p.phase, "cycles": p.cycles,
-                        "utilization": p.utilization}
-                       for p in model_step.forward + model_step.backward],
-        },
+        "wafer_model_step": model_step.summary(),
         "utilization": fmacs / (pe_lanes * history[-1]["cycles"]),
         "simulated_cycles": sim_cycles, "wall_seconds": seconds,
         "cycles_per_second": sim_cycles / seconds if seconds else 0.0,

@@ -21,7 +21,11 @@ from hdl.tops import build_top
 from hdl.verilog import verilog_text
 
 YOSYS = shutil.which("yosys")
-pytestmark = pytest.mark.skipif(YOSYS is None, reason="yosys not installed (make test installs it as root)")
+
+
+@pytest.fixture(autouse=True)
+def _yosys():
+    assert YOSYS, "yosys not found: make test installs it (Debian package yosys)"
 
 # The net the bf16 multiplier core (hdl/bf16_mul.py) names its significand product: the one
 # place a variable multiplier belongs (the generated Verilog carries no Python source locations).

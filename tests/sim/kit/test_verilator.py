@@ -1,14 +1,10 @@
 """Cached Verilator builds (sim/kit/verilator.py) on a small synchronous testbench."""
 
-import shutil
 import subprocess
 
 import pytest
 
 from sim.kit.verilator import build_binary
-
-pytestmark = pytest.mark.skipif(shutil.which("verilator") is None,
-                                reason="needs Verilator (make test installs it)")
 
 COUNTER_TB = """`timescale 1ns/1ps
 module counter_tb;

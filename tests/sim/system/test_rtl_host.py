@@ -4,7 +4,6 @@ binary is shared with ``make sim``), and under Icarus on ``--mesh 4x4`` wafers i
 training loop checks the loss and every master weight bit for bit after every step and every
 phase's cycles against the schedule's model; these tests check what the runs report."""
 
-import shutil
 
 import numpy as np
 import pytest
@@ -14,7 +13,6 @@ from sim.system.rtl_host import cfg_words, read_hex, write_hex
 from sim.system.run import run_system
 
 
-@pytest.mark.skipif(shutil.which("verilator") is None, reason="needs Verilator (make test installs it)")
 @pytest.mark.parametrize("stall", [0, 64])
 def test_default_system_under_verilator(tmp_path, stall, check_rtl_results):
     """``make sim``'s hardware and network (its Verilator binary; ``stall`` is a run-time
