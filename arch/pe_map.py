@@ -77,7 +77,7 @@ class Fault(enum.IntEnum):
     COLOR = 2         # trigger / send color >= num_colors
     INDEX = 3         # next or dep index >= num_tasks, or a descriptor chaining to itself
     NO_ACTION = 4     # VEC with neither send nor store
-    RANGE = 5         # an SRAM range of the descriptor runs past the end of SRAM
+    RANGE = 5         # run: an access of the descriptor runs past the end of SRAM
     UNBOUND = 6       # a wavelet arrived on a color no active descriptor listens on (index = color)
     DUP_COLOR = 7     # two active wavelet descriptors listen on the color (index = lower one)
     ACC_CONFLICT = 8  # FMAC wavelet of t while another descriptor's row is half accumulated

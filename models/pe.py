@@ -4,7 +4,14 @@ It mirrors :mod:`hdl.pe_core` value for value (SRAM words, output wavelets per c
 counters, faults) and states the cycle cost of every descriptor. It is transaction level: one
 call per configuration write and per input wavelet; the vector unit runs every firing whose
 dependencies are met after each wavelet (the RTL runs it concurrently; outputs per color, SRAM
-and counters do not depend on that interleaving for kernels that do not race on SRAM).
+and counters do not depend on that interleaving for kernels that do not race on SRAM and do not
+fault).
+
+Faults: a commit checks COUNT, COLOR, INDEX, NO_ACTION (:meth:`PeModel.check`). At run time a
+wavelet raises UNBOUND, DUP_COLOR, ACC_CONFLICT or RANGE, in that order, and a vector firing (or
+DOT word) RANGE: SRAM ranges are checked with the running addresses of each access as it happens
+(:meth:`PeModel._wavelet`, :meth:`PeModel._fire`). Addresses are unbounded integers (no wrap);
+the RTL's 17-bit running pointers agree while no pointer passes ``2**17``.
 
 Words are 32 bits. A bf16 value in a word occupies the upper 16 bits (the word is then its exact
 fp32 value); bf16 consumers (the multipliers, the ReLU mask) ignore the low 16 bits.
@@ -41,15 +48,16 @@ __all__ = ["PeModel", "unit_cycles", "DEP_TO_TX_CYCLES", "forward_kernel", "run_
 
 # Cycles from the rx transfer of the wavelet that completes a unit (an FMAC row, a STORE vector)
 # to the tx transfer of the first word of an idle VEC that waited only on it, tx always ready:
-# stage 1 writes SRAM and counts the unit (+1), the vector unit sees it and issues its reads (+2),
-# latches them (+3), puts the first word in its tx register (+4), which transfers (+5).
-DEP_TO_TX_CYCLES = 5
+# stage 1 writes SRAM and counts the unit (+1), the vector unit picks the VEC and issues the read
+# of A (+2), latches A and issues the read of B (+3), latches B (+4), puts the first word in its
+# tx register (+5), which transfers (+6).
+DEP_TO_TX_CYCLES = 6
 
 
 def unit_cycles(lanes):
-    """Cycles of one vector-unit firing (one vector, or one DOT word) without back-pressure:
-    issue the SRAM reads, latch them, then one element (lane) per cycle."""
-    return lanes + 2
+    """Cycles of one vector-unit firing (one vector, or one DOT word) without stalls: issue the
+    read of A, issue the read of B, latch B, then one element (lane) per cycle."""
+    return lanes + 3
 
 
 class PeModel:
@@ -131,13 +139,13 @@ class PeModel:
     # ---- descriptors -------------------------------------------------------------------------
 
     def check(self, t):
-        """Fault name of descriptor ``t`` as committed, or None when legal (same order as RTL)."""
-        d, L, S = self.desc[t], self.L, self.S
-        op, mode = d["op"], d["vmode"]
+        """Fault name of descriptor ``t`` as committed, or None when legal (same order as RTL);
+        SRAM ranges are checked at run time, not here."""
+        d = self.desc[t]
+        op = d["op"]
         if op == Op.NOP:
             return None
-        dot = op == Op.VEC and mode == VecMode.DOT
-        uses_b = op == Op.VEC and mode != VecMode.PASS
+        dot = op == Op.VEC and d["vmode"] == VecMode.DOT
         if (d["reps"] == 0 or (op in (Op.STORE, Op.VEC) and d["lo"] > d["hi"])
                 or (op == Op.FMAC and d["count"] == 0)
                 or (op == Op.VEC and (d["count"] == 0 if dot else d["count"] != 1))):
@@ -150,20 +158,7 @@ class PeModel:
             return "INDEX"
         if op == Op.VEC and not (d["send"] or d["store"]):
             return "NO_ACTION"
-        ends = []
-        if op == Op.FMAC:
-            ends += [d["a_base"] + (d["count"] - 1) * d["a_stride"] + L,
-                     d["dst_base"] + d["reps"] * L]
-        elif op == Op.STORE:
-            ends.append(d["dst_base"] + (d["hi"] - d["lo"]) * L)
-        else:
-            a_rows = d["count"] if dot else d["reps"]
-            ends.append(d["a_base"] + (a_rows - 1) * d["a_stride"] + L)
-            if uses_b:
-                ends.append(d["b_base"] + (d["reps"] - 1) * d["b_stride"] + L)
-            if d["store"]:
-                ends.append(d["dst_base"] + (d["hi"] - d["lo"]) * (d["count"] if dot else L))
-        return "RANGE" if any(e > S for e in ends) else None
+        return None
 
     def _release_acc(self, t):
         if self.acc_owner == t:       # a (re)started descriptor drops its half-accumulated row
@@ -186,6 +181,13 @@ class PeModel:
         self.active[t] = True
         self.pos[t] = self.n[t] = self.done[t] = 0
 
+    def _range_fault(self, t):
+        """Run-time RANGE of descriptor ``t``: it stops (no chain) and drops its half-accumulated
+        row; the access that faulted does nothing."""
+        self._raise("RANGE", t)
+        self.active[t] = False
+        self._release_acc(t)
+
     def _complete(self, t):
         self.active[t] = False
         d = self.desc[t]
@@ -194,7 +196,7 @@ class PeModel:
 
     def cycles(self, t):
         """Cycles descriptor ``t`` keeps its engine busy, at full input rate and no back-pressure:
-        FMAC one per wavelet (every lane busy), STORE one per wavelet, VEC ``L + 2`` per vector
+        FMAC one per wavelet (every lane busy), STORE one per wavelet, VEC ``L + 3`` per vector
         (per word for DOT)."""
         d, L = self.desc[t], self.L
         if d["op"] == Op.FMAC:
@@ -215,6 +217,10 @@ class PeModel:
         self.run_vec()
 
     def _wavelet(self, color, data):
+        """One wavelet on the wavelet engine. RANGE (after UNBOUND, DUP_COLOR, ACC_CONFLICT): FMAC
+        wavelet ``i`` of row ``n`` when ``a_base + i*a_stride + L > S``, or, for the row's last
+        wavelet, ``dst_base + n*L + L > S``; STORE wavelet ``j`` of vector ``n`` in ``[lo, hi)``
+        when ``dst_base + (n - lo)*L + j >= S``."""
         matches = [t for t in range(self.T) if self.active[t]
                    and self.desc[t]["op"] in (Op.FMAC, Op.STORE) and self.desc[t]["color"] == color]
         if not matches:
@@ -224,19 +230,23 @@ class PeModel:
         if len(matches) > 1:
             self._raise("DUP_COLOR", t)
             return
-        d, L = self.desc[t], self.L
+        d, L, S = self.desc[t], self.L, self.S
         if d["op"] == Op.FMAC:
             if self.acc_owner is not None and self.acc_owner != t:
                 self._raise("ACC_CONFLICT", t)
                 return
             i = self.pos[t]
             row = d["a_base"] + i * d["a_stride"]
+            dst = d["dst_base"] + self.n[t] * L
+            last = i == d["count"] - 1
+            if row + L > S or (last and dst + L > S):
+                self._range_fault(t)
+                return
             x16 = (self.mem[row:row + L] >> 16).astype(np.uint16)
             w16 = np.uint16(data >> 16)
             self.acc = fp32_add(self.acc, bf16_mul(w16, x16))
             self.fmac_cycles += 1
-            if i == d["count"] - 1:
-                dst = d["dst_base"] + self.n[t] * L
+            if last:
                 self.mem[dst:dst + L] = bits(self.acc)
                 self.acc = np.zeros(L, dtype=np.float32)
                 self.acc_owner = None
@@ -247,7 +257,11 @@ class PeModel:
         else:  # STORE
             v, j = self.n[t], self.pos[t]
             if d["lo"] <= v < d["hi"]:
-                self.mem[d["dst_base"] + (v - d["lo"]) * L + j] = data
+                addr = d["dst_base"] + (v - d["lo"]) * L + j
+                if addr >= S:
+                    self._range_fault(t)
+                    return
+                self.mem[addr] = data
             if j == L - 1:
                 self._finish_unit(t, d)
             else:
@@ -292,36 +306,48 @@ class PeModel:
         return e.astype(np.uint32)
 
     def _fire(self, t):
-        d, L = self.desc[t], self.L
-        n = self.n[t]
-        mode = d["vmode"]
-        B = self._vector(d["b_base"] + n * d["b_stride"])
-        if mode == VecMode.DOT:
-            results = []
-            for k in range(d["count"]):
-                A = self._vector(d["a_base"] + k * d["a_stride"])
+        """Vector ``n`` of VEC ``t``. RANGE when it is issued: A (row 0 for DOT) or B (ADD, MASK,
+        DOT) runs past SRAM, or, with ``store`` and ``lo <= n < hi``, the destination of its
+        ``U`` words (``U = count`` for DOT, else ``L``); for DOT word ``k > 0``, when row ``k`` of
+        A runs past SRAM (the words before it stay sent and stored)."""
+        d, L, S = self.desc[t], self.L, self.S
+        n, mode = self.n[t], d["vmode"]
+        dot = mode == VecMode.DOT
+        unit = d["count"] if dot else L
+        a = d["a_base"] + (0 if dot else n * d["a_stride"])
+        b = d["b_base"] + n * d["b_stride"]
+        store = d["store"] and d["lo"] <= n < d["hi"]
+        dst = d["dst_base"] + (n - d["lo"]) * unit
+        if a + L > S or (mode != VecMode.PASS and b + L > S) or (store and dst + unit > S):
+            self._range_fault(t)
+            return
+        B = self._vector(b)
+        for k in range(d["count"] if dot else 1):
+            if dot:
+                row = d["a_base"] + k * d["a_stride"]
+                if row + L > S:
+                    self._range_fault(t)
+                    return
+                A = self._vector(row)
                 s = np.float32(0.0)
                 for j in range(L):
                     s = fp32_add(s, bf16_mul(np.uint16(A[j] >> 16), np.uint16(B[j] >> 16)))
-                results.append(int(bits(s)))
-            unit = d["count"]
-        else:
-            A = self._vector(d["a_base"] + n * d["a_stride"])
-            if mode == VecMode.PASS:
-                results = A
-            elif mode == VecMode.ADD:
-                results = bits(fp32_add(f32(A), f32(B)))
-            else:  # MASK: the bf16 of A is > +0
-                a16 = A >> 16
-                results = np.where((a16 != 0) & (a16 < 0x8000), B, np.uint32(0))
-            unit = L
-        results = self._post(d, results)
-        for j, e in enumerate(results):
-            if d["send"]:
-                self.out.append((d["color"], int(e)))
-            if d["store"] and d["lo"] <= n < d["hi"]:
-                self.mem[d["dst_base"] + (n - d["lo"]) * unit + j] = e
-        self.vec_cycles += (d["count"] if mode == VecMode.DOT else 1) * unit_cycles(L)
+                results = [bits(s)]
+            else:
+                A = self._vector(a)
+                if mode == VecMode.PASS:
+                    results = A
+                elif mode == VecMode.ADD:
+                    results = bits(fp32_add(f32(A), f32(B)))
+                else:  # MASK: the bf16 of A is > +0
+                    a16 = A >> 16
+                    results = np.where((a16 != 0) & (a16 < 0x8000), B, np.uint32(0))
+            for j, e in enumerate(self._post(d, results), start=k):
+                if d["send"]:
+                    self.out.append((d["color"], int(e)))
+                if store:
+                    self.mem[dst + j] = e
+            self.vec_cycles += unit_cycles(L)
         self.n[t] = n + 1
         self.done[t] += 1
         if self.n[t] == d["reps"]:

@@ -19,14 +19,16 @@ compiler (``compiler/wafer.py``) and the bench actually run, phase by phase. Two
   recorder's count shows the word one cycle later. Backward-weight: the north PE's DOT words and
   chain ADDs (``unit_cycles(L)`` each) after its DOT commits during configuration, minus the
   writes after that commit, then router, reduce tree and recorder. These are lower bounds; the
-  backward-data one is exact while ``M >= unit_cycles(L)``.
+  backward-data one is exact while ``M > unit_cycles(L)``.
 * **Run, exact** (:func:`simulated_run_cycles`): the closed-loop cycle simulation of the phase
   (:func:`models.pipeline.wafer_cycles.simulate_phase`: the cycle-exact fabric model stepped one
   cycle at a time + a timing model of each PE's wavelet engine and vector unit + the weight demux
   / gradient mux) on the compiler's plan (descriptors and routes). It adds what the formulas
   leave out: RAMP-port contention in the forward pass (the psum and result words of a row share
-  a PE's RAMP port with the weights of a later row, so the demux waits) and, in backward-weight,
-  the gradient mux taking each dW row column by column (a column's chain ADDs wait on ``tx``).
+  a PE's RAMP port with the weights of a later row, so the demux waits), vector-unit stores
+  waiting on a stage-1 SRAM write to the same bank (``RtlHardware.sram_banks``) and, in
+  backward-weight, the gradient mux taking each dW row column by column (a column's chain ADDs
+  wait on ``tx``).
   A closed formula for those would have to replay the same arbitration, so the model composes
   the cycle-level parts instead (fast: well under a second for the default step).
 
@@ -66,9 +68,10 @@ BW_ADAPTER_WORDS = 2
 
 @dataclass(frozen=True)
 class RtlHardware:
-    """The RTL system: ``systems`` wafers of ``mesh_rows x mesh_cols`` PEs with ``lanes`` lanes,
-    routers of ``num_colors`` colors and ``vc_depth``-word channels, behind a SwarmX tree whose
-    adders have latency ``swarmx_adder_latency`` (``Config.fp_latency``, default 2)."""
+    """The RTL system: ``systems`` wafers of ``mesh_rows x mesh_cols`` PEs with ``lanes`` lanes
+    and ``sram_banks`` SRAM banks (a power of two, ``Config.sram_banks`` as the PE core is built,
+    default 8), routers of ``num_colors`` colors and ``vc_depth``-word channels, behind a SwarmX
+    tree whose adders have latency ``swarmx_adder_latency`` (``Config.fp_latency``, default 2)."""
     mesh_rows: int
     mesh_cols: int
     lanes: int
@@ -76,13 +79,16 @@ class RtlHardware:
     swarmx_adder_latency: int = 2
     num_colors: int = 8
     vc_depth: int = 4
+    sram_banks: int = 8
 
     def __post_init__(self):
         for name in ("mesh_rows", "mesh_cols", "lanes", "systems", "swarmx_adder_latency",
-                     "num_colors", "vc_depth"):
+                     "num_colors", "vc_depth", "sram_banks"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"RtlHardware.{name} must be an int >= 1, got {v!r}")
+        if self.sram_banks & (self.sram_banks - 1):
+            raise ValueError(f"RtlHardware.sram_banks must be a power of two, got {self.sram_banks}")
 
     @property
     def swarmx(self):
@@ -144,10 +150,12 @@ def forward_run_cycles(m, k, hw, *, last=False):
 
 def backward_data_run_cycles(m, k, hw):
     """``(cycles, exact)``: backward-data run cycles of an ``m x k`` layer (``W^T`` streamed,
-    ``dZ_prev`` out of the west edge); exact when ``m >= unit_cycles(lanes)``."""
+    ``dZ_prev`` out of the west edge); exact when ``m > unit_cycles(lanes)``: each MASK is done
+    before the next row's stage-1 write (at ``m == unit_cycles(lanes)`` that write comes in the
+    MASK's last cycle and stalls its store when it hits the same bank)."""
     _check_layer(m, k, hw)
     cycles = _stream_to_last_pe(hw, m * k) + _vector_out(hw, hw.mesh_cols - 1)
-    return cycles, m >= unit_cycles(hw.lanes)
+    return cycles, m > unit_cycles(hw.lanes)
 
 
 def backward_weight_desc_counts(hw):
@@ -212,7 +220,8 @@ def simulated_run_cycles(kind, plan, m, k, hw, *, writes=0, last=False):
     _check_layer(m, k, hw)
     P, Q, L = hw.mesh_rows, hw.mesh_cols, hw.lanes
     col = [q for q, n in enumerate(_split_sizes(k, Q)) for _ in range(n)]
-    common = dict(rows=P, cols=Q, lanes=L, num_colors=hw.num_colors, vc_depth=hw.vc_depth)
+    common = dict(rows=P, cols=Q, lanes=L, sram_banks=hw.sram_banks, num_colors=hw.num_colors,
+                  vc_depth=hw.vc_depth)
     if kind == "backward-weight":
         # Cycles count so that write ``i`` transfers in cycle ``i - 1`` (what it commits acts
         # from cycle ``i``); ``go`` comes GO_CYCLES after the last write (cycle ``writes - 2``).

@@ -119,7 +119,7 @@ class TimingParams:
         at ``t`` through ``h`` links is offered at ``t + h + 2``: 2).
     vector_overhead_cycles : int
         The PE vector unit costs ``lanes + vector_overhead_cycles`` cycles per vector (and per
-        dot-product word): ``hdl/pe_core.py``: ``L + 2``.
+        dot-product word): ``hdl/pe_core.py``: ``L + 3`` (``models.pe.unit_cycles``).
     chain_add_latency : int
         Cycles a PE adds to an add-and-forward chain hop (one vector-unit ADD; ``None`` derives
         ``lanes + vector_overhead_cycles``).
@@ -161,7 +161,7 @@ class TimingParams:
     bf16_per_wavelet: int = 1
     hop_latency: int = 1
     router_io_latency: int = 2
-    vector_overhead_cycles: int = 2
+    vector_overhead_cycles: int = 3
     chain_add_latency: int = None
     dw_dot_product: bool = True
     fp_add_latency: int = 2

@@ -8,14 +8,22 @@ the psum / result words of a row and the weights of a later row share a PE's RAM
 wavelet per cycle) in the forward pass; the gradient mux takes each dW row column by column.
 
 PE timing (``hdl/pe_core.py``): ``rx`` always ready; a wavelet received in cycle ``t`` steps the
-matching FMAC/STORE at once and its unit's ``done`` count rises at the end of ``t + 1`` (stage 1).
-The vector unit: IDLE (picks the lowest ready VEC) -> LATCH -> RUN (one element per cycle while
-``tx`` is free: ``~valid | ready``) -> IDLE, so ``L + 2`` cycles per vector; ``tx`` is a register
-(a word loaded in ``t`` is offered from ``t + 1``). Weight demux: the SwarmX leaf offers word
-``i`` from cycle ``first + i`` (or the cycle after word ``i - 1`` was taken, if later) to the north
-input of the column its index maps to; it waits while that input is not ready. Gradient mux:
-ready only for the north output of the column holding the next gradient word. Descriptors that
-commit during the phase (backward-weight) act from the cycle after their commit write.
+matching FMAC/STORE at once; stage 1 writes SRAM in ``t + 1`` (an FMAC row's last wavelet: the
+row, ``dst_base + n*L + 0:L``; STORE word ``j`` of vector ``n`` in ``[lo, hi)``: ``dst_base +
+(n-lo)*L + j``) and the unit's ``done`` count rises at the end of ``t + 1``. The vector unit: IDLE
+(picks the lowest ready VEC, issues the read of A) -> READ_B (issues the read of B) -> LATCH -> RUN
+(one element per cycle) -> IDLE, so ``L + 3`` cycles per vector; a DOT's next word: ISSUE (reads
+its row of A) -> READ_B -> LATCH -> RUN. A RUN cycle steps only if ``tx`` is free (``~valid |
+ready``) when it sends and, when it stores (at ``dst_base + (n-lo)*U + (k if DOT else j)``, ``U =
+count`` for DOT else ``L``), only if stage 1 does not write the same bank that cycle (word ``a`` in
+bank ``a mod sram_banks``, one write port each); a stalled cycle does nothing. Configuration SRAM
+writes are not modeled: the compiler's phases write SRAM before any descriptor commits. ``tx`` is
+a register (a word loaded in ``t`` is offered from ``t + 1``). Weight demux: the SwarmX leaf
+offers word ``i`` from cycle ``first + i`` (or the cycle after word ``i - 1`` was taken, if later)
+to the north input of the column its index maps to; it waits while that input is not ready.
+Gradient mux: ready only for the north output of the column holding the next gradient word.
+Descriptors that commit during the phase (backward-weight) act from the cycle after their commit
+write.
 """
 
 from collections import deque
@@ -32,8 +40,8 @@ class _PeTiming:
     """Timing state of one PE core (``descs``: ``{t: fields}`` as ``arch.pe_map.encode`` takes
     them; ``commits``: ``{t: cycle}`` for those committed during the phase)."""
 
-    def __init__(self, descs, lanes, commits=None):
-        self.L = lanes
+    def __init__(self, descs, lanes, sram_banks, commits=None):
+        self.L, self.NB = lanes, sram_banks
         self.d = {t: dict(f) for t, f in descs.items()}
         self.commits = dict(commits or {})     # {t: cycle it commits}; missing: before cycle 0
         self.legal = {t: t not in self.commits for t in self.d}
@@ -42,6 +50,7 @@ class _PeTiming:
         self.cnt = dict.fromkeys(self.d, 0)
         self.done = dict.fromkeys(self.d, 0)
         self.s1_inc = None                 # descriptor whose done rises at the end of this cycle
+        self.s1_banks = set()              # banks stage 1 writes this cycle
         self.state, self.vsel, self.vj, self.vk = "IDLE", None, 0, 0
         self.tx = None                     # color of the word in the tx register (offered)
 
@@ -80,8 +89,8 @@ class _PeTiming:
         ``tx_taken`` (the router took the tx word this cycle)."""
         L = self.L
         # Registered updates computed from the state at the start of the cycle.
-        inc_now = self.s1_inc
-        self.s1_inc = None
+        inc_now, s1_banks = self.s1_inc, self.s1_banks
+        self.s1_inc, self.s1_banks = None, set()
         unit_done, run_end = [], []
         # Wavelet engine.
         if rx_color is not None:
@@ -91,11 +100,19 @@ class _PeTiming:
             if len(match) != 1:
                 raise ValueError(f"wavelet of color {rx_color} matches descriptors {match}")
             t = match[0]
-            size = self._get(t, "count") if self._get(t, "op") == Op.FMAC else L
+            n, dst = self.cnt[t], self._get(t, "dst_base")
+            if self._get(t, "op") == Op.FMAC:
+                size = self._get(t, "count")
+                if self.pos[t] + 1 == size:
+                    self.s1_banks = {(dst + n * L + lane) % self.NB for lane in range(L)}
+            else:
+                size, lo = L, self._get(t, "lo")
+                if lo <= n < self._get(t, "hi"):
+                    self.s1_banks = {(dst + (n - lo) * L + self.pos[t]) % self.NB}
             if self.pos[t] + 1 == size:
                 self.pos[t] = 0
                 self.s1_inc = t
-                if self.cnt[t] + 1 == self._get(t, "reps"):
+                if n + 1 == self._get(t, "reps"):
                     run_end.append(t)
                 self.cnt[t] += 1
             else:
@@ -108,19 +125,25 @@ class _PeTiming:
             ready = [t for t in sorted(self.d) if self._ready(t)]
             if ready:
                 self.vsel, self.vk = ready[0], 0
-                nxt = "LATCH"
+                nxt = "READ_B"
         elif self.state == "ISSUE":
+            nxt = "READ_B"
+        elif self.state == "READ_B":
             nxt = "LATCH"
         elif self.state == "LATCH":
             self.vj = 0
             nxt = "RUN"
         else:  # RUN
             t = self.vsel
+            n, lo = self.cnt[t], self._get(t, "lo")
             dot = self._get(t, "vmode") == VecMode.DOT
             last = self.vj == L - 1
             emit = (not dot) or last
             send = emit and self._get(t, "send")
-            if (not send) or tx_free:
+            store = emit and self._get(t, "store") and lo <= n < self._get(t, "hi")
+            unit = self._get(t, "count") if dot else L
+            addr = self._get(t, "dst_base") + (n - lo) * unit + (self.vk if dot else self.vj)
+            if (not send or tx_free) and not (store and addr % self.NB in s1_banks):
                 if send:
                     new_tx = self._get(t, "color")
                 if last:
@@ -129,7 +152,7 @@ class _PeTiming:
                         nxt = "ISSUE"
                     else:
                         unit_done.append(t)
-                        if self.cnt[t] + 1 == self._get(t, "reps"):
+                        if n + 1 == self._get(t, "reps"):
                             run_end.append(t)
                         nxt = "IDLE"
                 else:
@@ -157,15 +180,16 @@ def _fabric(rows, cols, num_colors, vc_depth, routes):
     return FabricModel(rows, cols, num_colors, vc_depth, routes=table)
 
 
-def simulate_phase(plan, *, rows, cols, lanes, num_colors, vc_depth, stream_cols=(),
+def simulate_phase(plan, *, rows, cols, lanes, sram_banks, num_colors, vc_depth, stream_cols=(),
                    weight_color=0, first=0, sinks=None, mux_cols=(), commits=None,
                    max_cycles=1_000_000):
     """Simulate a phase; returns the cycle of the last transfer out of the mesh.
 
     ``plan``: ``{"pes": {(p, q): {"descs": ...}}, "routes": {(p, q): [(color, in, [outs])]}}``
-    (the layer compiler's plan); ``stream_cols``: the mesh column of each weight word, in stream
-    order (the demux's choice); ``first``: the cycle the leaf offers word 0; ``sinks``: ``{(p, q,
-    port name): words}`` host-edge outputs (always ready) and the words each must deliver;
+    (the layer compiler's plan); ``sram_banks``: SRAM banks per PE (``Config.sram_banks`` as the
+    PE core is built); ``stream_cols``: the mesh column of each weight word, in stream order (the
+    demux's choice); ``first``: the cycle the leaf offers word 0; ``sinks``: ``{(p, q, port
+    name): words}`` host-edge outputs (always ready) and the words each must deliver;
     ``mux_cols``: the column of each gradient word the mux takes from the north edge, in order
     (the mux is ready for the north output of that column only; its sink is always ready);
     ``commits``: ``{(p, q): {t: cycle}}`` descriptors that commit during the phase (from that
@@ -173,7 +197,7 @@ def simulate_phase(plan, *, rows, cols, lanes, num_colors, vc_depth, stream_cols
     """
     fabric = _fabric(rows, cols, num_colors, vc_depth, plan["routes"])
     commits = commits or {}
-    pes = {pq: _PeTiming(info["descs"], lanes, commits.get(pq))
+    pes = {pq: _PeTiming(info["descs"], lanes, sram_banks, commits.get(pq))
            for pq, info in plan["pes"].items()}
     sinks = sinks or {}
     mux = deque(mux_cols)

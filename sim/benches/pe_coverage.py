@@ -5,7 +5,7 @@ Bins (``pe_coverage()``):
 * operation: ``FMAC``, ``STORE``, ``VEC PASS``, ``VEC ADD``, ``VEC MASK``, ``VEC DOT``;
 * fault: ``none`` (a run of the descriptor finished all ``reps`` units) or the code of the fault
   the descriptor raised (``arch.pe_map.Fault``): the commit checks ``COUNT``, ``COLOR``, ``INDEX``,
-  ``NO_ACTION``, ``RANGE`` and the run-time ``UNBOUND``, ``DUP_COLOR``, ``ACC_CONFLICT``. Only a
+  ``NO_ACTION`` and the run-time ``UNBOUND``, ``DUP_COLOR``, ``ACC_CONFLICT``, ``RANGE``. Only a
   fault that became the sticky one is binned (the RTL reports only that one, and the bench checks
   it). A run-time fault is binned on the descriptor it names (``DUP_COLOR``: the lower of the two;
   ``ACC_CONFLICT``: the descriptor whose wavelet arrived); ``UNBOUND`` names a color, and is binned
@@ -31,13 +31,14 @@ from arch.pe_map import DESC_STRIDE, DESC_WORDS, STATUS, Fault, Op, VecMode, don
 from models.pe import PeModel
 from sim.kit.coverage import Coverage
 
-__all__ = ["OPS", "FAULTS", "CHAINING", "COMMIT_FAULTS", "RUN_FAULTS", "op_name", "unreachable_reason",
-           "pe_coverage", "CoveredPeModel", "directed_programs", "random_programs", "fill",
+__all__ = ["OPS", "FAULTS", "CHAINING", "COMMIT_FAULTS", "WAVELET_FAULTS", "RUN_FAULTS", "op_name",
+           "unreachable_reason", "pe_coverage", "CoveredPeModel", "directed_programs", "random_programs", "fill",
            "coverage_table"]
 
 OPS = ("FMAC", "STORE", "VEC PASS", "VEC ADD", "VEC MASK", "VEC DOT")
-COMMIT_FAULTS = ("COUNT", "COLOR", "INDEX", "NO_ACTION", "RANGE")
-RUN_FAULTS = ("UNBOUND", "DUP_COLOR", "ACC_CONFLICT")
+COMMIT_FAULTS = ("COUNT", "COLOR", "INDEX", "NO_ACTION")
+WAVELET_FAULTS = ("UNBOUND", "DUP_COLOR", "ACC_CONFLICT")
+RUN_FAULTS = WAVELET_FAULTS + ("RANGE",)
 FAULTS = ("none",) + COMMIT_FAULTS + RUN_FAULTS
 assert set(FAULTS[1:]) == {f.name for f in Fault if f != Fault.NONE}
 CHAINING = ("standalone", "chained-into", "chains-out")
@@ -61,8 +62,8 @@ def unreachable_reason(b):
         return "NO_ACTION is a VEC check (neither send nor store)"
     if fault == "INDEX" and not vec and chaining == "standalone":
         return "FMAC and STORE have no dependencies: their only INDEX check is on next, with chain set"
-    if fault in RUN_FAULTS and vec:
-        return "run-time faults come from the wavelet engine; VEC is counter-triggered and listens on no color"
+    if fault in WAVELET_FAULTS and vec:
+        return "these faults come from the wavelet engine; VEC is counter-triggered and listens on no color"
     if fault == "ACC_CONFLICT" and op == "STORE":
         return "only an FMAC wavelet uses the accumulator"
     return None
@@ -244,9 +245,27 @@ class _Builder:
                 f.update(dep_a_en=1, dep_a=self.T)
         elif fault == "NO_ACTION":
             f.update(send=0, store=0)
-        elif fault == "RANGE":
-            f["dst_base" if op == "STORE" else "a_base"] = self.S - 1
         self.step(self.reset() + self.desc(t, **f))
+
+    def range_fault(self, op):
+        """A run past the end of SRAM (FMAC and VEC: operand A, STORE: the destination) standalone,
+        as a chain head and chained into by STORE t3; FMAC/STORE get a full run of wavelets."""
+        c = self.colors(3)
+        for chaining in CHAINING:
+            f = self.fields(op, c[0])
+            f["dst_base" if op == "STORE" else "a_base"] = self.S - 1
+            writes = self.reset(sram=op.startswith("VEC"))
+            if chaining == "chains-out":
+                f.update(chain=1, next=1)
+            if chaining == "chained-into":
+                f["enable"] = 0
+                head = dict(op=Op.STORE, enable=1, color=c[2], reps=1, lo=0, hi=1, dst_base=192, chain=1, next=0)
+                writes += self.desc(3, **head)
+            self.step(writes + self.desc(0, **f))
+            if chaining == "chained-into":
+                self.step(wavelets=[(c[2], w) for w in _rand_words(self.rng, self.L)])
+            if op in ("FMAC", "STORE"):
+                self.step(wavelets=self.units(f, c[0]))
 
     def unbound(self, op):
         """A wavelet after a standalone run ended, after a chain head's run ended (chains out) and
@@ -318,6 +337,8 @@ def _scenarios(b, part):
             b.unbound(op)
             b.dup_color(op)
         b.acc_conflict()
+        for op in OPS:
+            b.range_fault(op)
 
 
 def directed_programs(cfg):

@@ -119,7 +119,7 @@ def test_vec(mode, relu, rnd):
 
 
 def test_vec_cycle_cost():
-    """Without back-pressure a VEC sends vector n's word j at ``t0 + n*(L+2) + j`` and counts
+    """Without back-pressure a VEC sends vector n's word j at ``t0 + n*(L+3) + j`` and counts
     exactly the model's VEC cycles."""
     rng = np.random.default_rng(4)
     cfg, L = DEFAULT, DEFAULT.lanes
@@ -133,12 +133,12 @@ def test_vec_cycle_cost():
     unit = prog.model.cycles(5) // R
     t0 = result["tx_cycles"][0]
     assert result["tx_cycles"] == [t0 + n * unit + j for n in range(R) for j in range(L)]
-    assert prog.model.vec_cycles == R * (L + 2)
+    assert prog.model.vec_cycles == R * (L + 3)
 
 
 def test_dependency_to_tx_latency():
     """A VEC waiting on an FMAC sends row n's first word DEP_TO_TX_CYCLES after the last weight
-    of row n was taken (weights every cycle, rows longer than the VEC's L + 2 cycles)."""
+    of row n was taken (weights every cycle, rows longer than the VEC's L + 3 cycles)."""
     rng = np.random.default_rng(7)
     cfg, L = DEFAULT, DEFAULT.lanes
     K, R = 8, 5
@@ -201,7 +201,7 @@ def test_fmac_utilization_at_line_rate():
 
 def test_faults():
     """Each illegal descriptor raises the sticky fault naming it and stays stopped; run-time
-    faults name the color / descriptor; the first fault sticks until cleared."""
+    faults name the color / descriptor (RANGE also stops it); the first fault sticks until cleared."""
     cfg, S = TINY, TINY.sram_words
     fault, active = status(cfg, "FAULT"), status(cfg, "ACTIVE")
     clear = [[fault, 0]]
@@ -213,9 +213,6 @@ def test_faults():
         (Fault.INDEX, 0, dict(good, chain=1, next=0)),
         (Fault.INDEX, 1, dict(op=Op.VEC, enable=1, send=1, count=1, reps=1, dep_a_en=1, dep_a=7)),
         (Fault.NO_ACTION, 2, dict(op=Op.VEC, enable=1, count=1, reps=1)),
-        (Fault.RANGE, 3, dict(good, a_base=S - 7)),
-        (Fault.RANGE, 0, dict(op=Op.VEC, vmode=VecMode.DOT, enable=1, send=1, store=1, count=3,
-                              reps=4, lo=0, hi=4, dst_base=S - 11)),
     ]
     prog = Program(cfg)
     expected = []
@@ -233,6 +230,16 @@ def test_faults():
               + desc_writes(cfg, 0, **good) + desc_writes(cfg, 3, **dict(good, color=0)),
               wavelets=[(1, 0x3F800000), (0, 0x3F800000)], reads=[fault])
     expected.append((Fault.ACC_CONFLICT, 3))
+    # RANGE at run time: FMAC t3's operand vector at wavelet 3 (S - 7 + 3*2 + L > S), DOT t0's
+    # stored unit 3 (S - 11 + 3*3 + 3 > S; units 0..2 go out); each stops its descriptor.
+    prog.step(writes=clear + desc_writes(cfg, 0, op=Op.NOP) + desc_writes(cfg, 3, **dict(good, a_base=S - 7)),
+              wavelets=[(1, 0x3F800000)] * 4, reads=[fault, active])
+    expected.append((Fault.RANGE, 3))
+    prog.step(writes=clear + desc_writes(cfg, 3, op=Op.NOP)
+              + desc_writes(cfg, 0, op=Op.VEC, vmode=VecMode.DOT, enable=1, send=1, store=1, count=3,
+                            reps=4, lo=0, hi=4, dst_base=S - 11), reads=[fault, active])
+    expected.append((Fault.RANGE, 0))
+    assert len(prog.model.out) == 3 * 3
     # Sticky: a second fault does not replace the first.
     prog.step(writes=clear + desc_writes(cfg, 2, **dict(good, count=0))
               + desc_writes(cfg, 1, **dict(good, color=9)), reads=[fault])
@@ -346,7 +353,7 @@ def test_pe_coverage_bins():
     cov = pe_coverage()
     cov.hit_many(prog.model.bins)
     r = cov.report()
-    assert (r["bins"], r["reachable"], r["hit"]) == (6 * 9 * 3, 87, 5)
+    assert (r["bins"], r["reachable"], r["hit"]) == (6 * 9 * 3, 93, 5)
     assert unreachable_reason({"op": "STORE", "fault": "ACC_CONFLICT", "chaining": "standalone"})
     cov.hit(op="VEC ADD", fault="UNBOUND", chaining="standalone")
     with pytest.raises(AssertionError, match="unreachable were hit"):
@@ -357,7 +364,7 @@ def test_pe_coverage_bins():
 def test_pe_coverage_directed_programs_fill_every_reachable_bin():
     from sim.benches.pe_coverage import directed_programs, fill, pe_coverage
     r = fill(pe_coverage(), [p for _, p in directed_programs(TINY)]).report()
-    assert r["empty_reachable"] == [] and r["hit"] == r["reachable"] == 87
+    assert r["empty_reachable"] == [] and r["hit"] == r["reachable"] == 93
 
 
 @pytest.mark.parametrize("part", range(3))

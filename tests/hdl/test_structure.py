@@ -80,11 +80,15 @@ def test_router_memories_and_multipliers(tmp_path):
     assert mems, "the router's channels should be memories"
 
 
-@pytest.mark.xfail(strict=True, reason="PE core SRAM banks still have 4 read / 2 write ports and address "
-                   "generation multiplies (remaining work: docs/synthesis.md)")
 def test_pe_core_memories_and_multipliers(tmp_path):
-    """PE core: 1R1W banks (block RAM), multipliers only in the bf16 multiplier cores."""
-    assert violations(netlist("pe_core", tmp_path)) == []
+    """PE core: its SRAM is two copies of ``sram_banks`` banks, each a 1R1W memory (block RAM) of
+    ``sram_words / sram_banks`` words; multipliers only in the bf16 multiplier cores."""
+    cfg = preset("tiny")
+    nl = netlist("pe_core", tmp_path)
+    assert violations(nl) == []
+    mems = [c for m in nl["modules"].values() for c in m["cells"].values() if c["type"] == "$mem_v2"]
+    assert sorted((_param(c, "SIZE"), _param(c, "WIDTH")) for c in mems) == (
+        [(cfg.sram_words // cfg.sram_banks, 32)] * (2 * cfg.sram_banks))
 
 
 def test_rules_catch_violations(tmp_path):

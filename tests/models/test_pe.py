@@ -91,7 +91,7 @@ def test_dot_equals_backward_weight_partials():
     dw = kernels.backward_weight(dz16, x16, (1, 1))
     assert np.array_equal(mdl.mem[512:512 + M * K].reshape(M, K), dw.view(np.uint32))
     assert [d for _, d in mdl.out] == list(dw.view(np.uint32).ravel())
-    assert mdl.vec_cycles == mdl.cycles(1) == M * K * (L + 2)
+    assert mdl.vec_cycles == mdl.cycles(1) == M * K * (L + 3)
 
 
 def test_mask_round_equals_backward_data():
@@ -128,9 +128,9 @@ def test_relu_and_round_follow_the_kernel():
     (dict(op=Op.VEC, count=1, reps=1, store=1, color=31), None),   # no send: color unused
     (dict(op=Op.FMAC, color=1, count=1, reps=1, chain=1, next=T), "INDEX"),
     (dict(op=Op.VEC, count=1, reps=1), "NO_ACTION"),
-    (dict(op=Op.FMAC, color=1, count=3, reps=1, a_base=S - L - 2, a_stride=1), None),
-    (dict(op=Op.FMAC, color=1, count=3, reps=1, a_base=S - L - 1, a_stride=1), "RANGE"),
-    (dict(op=Op.STORE, color=1, reps=9, lo=0, hi=9, dst_base=S - 8 * L), "RANGE"),
+    # SRAM ranges are checked at run time only.
+    (dict(op=Op.FMAC, color=1, count=3, reps=1, a_base=S - L - 1, a_stride=1), None),
+    (dict(op=Op.STORE, color=1, reps=9, lo=0, hi=9, dst_base=S - 8 * L), None),
 ])
 def test_descriptor_checks(fields, code):
     mdl = model()
@@ -174,3 +174,141 @@ def test_backward_data_with_transposed_weights():
         mdl.wavelet(0, int(v) << 16)
     want = kernels.backward_data(w16, dz16, x16).astype(np.uint32) << 16
     assert np.array_equal(mdl.mem[out:out + K * L].reshape(K, L), want)
+
+
+# ---- run-time RANGE faults: the access that runs past SRAM (S = 1024 words) faults ----
+
+ONE, TWO, THREE = 0x3F800000, 0x40000000, 0x40400000      # fp32 (= bf16) 1.0, 2.0, 3.0
+
+
+def assert_range_stop(mdl, t):
+    assert mdl.fault == (Fault.RANGE, t) and not mdl.active[t]
+
+
+def test_fmac_operand_past_sram_faults_and_drops_the_row():
+    # Rows at a_base + i: S-5, S-4 fit (end S-1, S); wavelet 2's row S-3 ends at S+1.
+    mdl = model()
+    load(mdl, S - L - 1, [ONE] * (L + 1))
+    program(mdl, 2, op=Op.FMAC, enable=1, color=1, a_base=S - L - 1, a_stride=1, count=3, reps=2,
+            dst_base=0)
+    mdl.wavelet(1, TWO)
+    mdl.wavelet(1, TWO)
+    assert mdl.fault is None and mdl.acc_owner == 2
+    mdl.wavelet(1, TWO)
+    assert_range_stop(mdl, 2)
+    assert mdl.done[2] == 0 and mdl.fmac_cycles == 2 and mdl.acc_owner is None
+    assert not mdl.mem[0:L].any()
+    # The half row is gone: another FMAC starts from +0.0 (no ACC_CONFLICT): 3 * 1.0.
+    program(mdl, 3, op=Op.FMAC, enable=1, color=2, a_base=S - L, a_stride=0, count=1, reps=1,
+            dst_base=64)
+    mdl.wavelet(2, THREE)
+    assert list(mdl.mem[64:64 + L]) == [THREE] * L
+    assert mdl.fault == (Fault.RANGE, 2)
+
+
+def test_fmac_destination_past_sram_faults_on_the_rows_last_wavelet():
+    # count 2, dst_base S-6: row 0 -> S-6..S-3; row 1 would end at S+2: its wavelet 1 faults.
+    # Descriptor 5 (legal, not enabled) would be chained to on completion: it is not.
+    mdl = model()
+    load(mdl, 0, [ONE] * L)
+    program(mdl, 5, op=Op.STORE, color=4, reps=1, lo=0, hi=1, dst_base=128)
+    program(mdl, 2, op=Op.FMAC, enable=1, color=1, a_base=0, a_stride=0, count=2, reps=2,
+            dst_base=S - L - 2, chain=1, next=5)
+    for _ in range(3):
+        mdl.wavelet(1, ONE)
+    assert mdl.fault is None and mdl.done[2] == 1
+    assert list(mdl.mem[S - L - 2:S - 2]) == [TWO] * L
+    mdl.wavelet(1, ONE)
+    assert_range_stop(mdl, 2)
+    assert mdl.done[2] == 1 and mdl.fmac_cycles == 3 and mdl.acc_owner is None
+    assert not mdl.mem[S - 2:S].any() and not mdl.active[5]
+
+
+def test_range_comes_after_acc_conflict_and_keeps_a_pending_fault():
+    mdl = model()
+    program(mdl, 0, op=Op.FMAC, enable=1, color=1, a_base=0, a_stride=0, count=2, reps=1,
+            dst_base=0)
+    program(mdl, 1, op=Op.FMAC, enable=1, color=2, a_base=S, a_stride=0, count=1, reps=1,
+            dst_base=0)
+    mdl.wavelet(1, ONE)                 # descriptor 0 owns the accumulator
+    mdl.wavelet(2, ONE)
+    assert mdl.fault == (Fault.ACC_CONFLICT, 1) and mdl.active[1]
+    mdl.wavelet(1, ONE)                 # row 0 of descriptor 0 done: the accumulator is free
+    mdl.wavelet(2, ONE)                 # RANGE: not recorded (a fault is pending), 1 still stops
+    assert mdl.fault == (Fault.ACC_CONFLICT, 1) and not mdl.active[1]
+
+
+def test_store_past_sram_faults_on_the_word():
+    # dst_base S-6: vector 0 -> S-6..S-3, vector 1 words 0, 1 -> S-2, S-1, word 2 -> S faults.
+    mdl = model()
+    program(mdl, 2, op=Op.STORE, enable=1, color=1, reps=3, lo=0, hi=3, dst_base=S - 6)
+    for w in range(1, 8):
+        mdl.wavelet(1, w)
+    assert_range_stop(mdl, 2)
+    assert list(mdl.mem[S - 6:S]) == [1, 2, 3, 4, 5, 6] and mdl.done[2] == 1
+
+
+def test_store_outside_lo_hi_is_not_checked():
+    # Vector 0 is kept at S-4..S-1; vector 1 (n >= hi) would land at S: dropped, no fault.
+    mdl = model()
+    program(mdl, 2, op=Op.STORE, enable=1, color=1, reps=2, lo=0, hi=1, dst_base=S - L)
+    for w in range(1, 9):
+        mdl.wavelet(1, w)
+    assert mdl.fault is None and mdl.done[2] == 2 and not mdl.active[2]
+    assert list(mdl.mem[S - L:S]) == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("fields,sent", [
+    # A of vector n at S-9 + 4n: vectors 0, 1 end at S-5, S-1; vector 2 ends at S+3.
+    (dict(vmode=VecMode.PASS, a_base=S - 9, a_stride=L), 2),
+    # ADD reads B: vector 1's B ends at S+1. PASS does not read B.
+    (dict(vmode=VecMode.ADD, b_base=S - 7, b_stride=L), 1),
+    (dict(vmode=VecMode.PASS, b_base=S - 7, b_stride=L), 3),
+    (dict(vmode=VecMode.MASK, b_base=S - L + 1), 0),
+    # Kept vectors n in [0, 2) at dst_base + 4n: with S-7 vector 1 would end at S+1; with S-8 it
+    # ends at S, and vector 2 (not kept) is not checked.
+    (dict(vmode=VecMode.PASS, store=1, lo=0, hi=2, dst_base=S - 7), 1),
+    (dict(vmode=VecMode.PASS, store=1, lo=0, hi=2, dst_base=S - 8), 3),
+])
+def test_vector_range_checked_when_a_vector_is_issued(fields, sent):
+    mdl = model()
+    load(mdl, 0, [ONE] * L)
+    program(mdl, 2, **{**dict(op=Op.VEC, enable=1, send=1, color=3, count=1, reps=3), **fields})
+    assert len(mdl.out) == sent * L and mdl.done[2] == sent
+    assert mdl.vec_cycles == sent * (L + 3)
+    if fields.get("store"):
+        dst, kept = fields["dst_base"], min(sent, 2) * L
+        assert list(mdl.mem[dst:dst + kept]) == [ONE] * kept and not mdl.mem[dst + kept:S].any()
+    if sent < 3:
+        assert_range_stop(mdl, 2)
+    else:
+        assert mdl.fault is None and not mdl.active[2]
+
+
+def test_dot_row_past_sram_faults_that_word():
+    # Rows of A at S-9 + 4k: rows 0, 1 fit, row 2 ends at S+3. Words 0, 1 of vector 0
+    # (1.0 * 2.0 over 4 lanes = 8.0) stay sent and stored, word 2 does nothing.
+    mdl = model()
+    load(mdl, S - 9, [ONE] * 9)
+    load(mdl, 0, [TWO] * L)
+    program(mdl, 2, op=Op.VEC, vmode=VecMode.DOT, enable=1, send=1, store=1, color=3,
+            a_base=S - 9, a_stride=L, b_base=0, b_stride=L, count=3, reps=2, lo=0, hi=2,
+            dst_base=64)
+    eight = 0x41000000
+    assert mdl.out == [(3, eight), (3, eight)]
+    assert list(mdl.mem[64:67]) == [eight, eight, 0]
+    assert_range_stop(mdl, 2)
+    assert mdl.done[2] == 0 and mdl.vec_cycles == 2 * (L + 3)
+
+
+@pytest.mark.parametrize("fields,sent", [
+    (dict(a_base=S - L + 1), 0),                       # row 0 of A, checked at issue
+    (dict(b_base=S - 7, b_stride=L), 3),               # vector 1's B ends at S+1
+    (dict(store=1, lo=0, hi=2, dst_base=S - 5), 3),    # vector 1's 3 words at S-2..S
+])
+def test_dot_range_checked_when_a_vector_is_issued(fields, sent):
+    mdl = model()
+    program(mdl, 2, **{**dict(op=Op.VEC, vmode=VecMode.DOT, enable=1, send=1, color=3,
+                              a_stride=0, count=3, reps=2), **fields})
+    assert len(mdl.out) == sent and mdl.vec_cycles == sent * (L + 3)
+    assert_range_stop(mdl, 2)

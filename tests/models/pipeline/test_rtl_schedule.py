@@ -22,22 +22,25 @@ def test_config_cycles_one_idle_cycle_then_one_write_per_cycle():
 def test_backward_data_hand_worked():
     # 10 x 32 layer on 2x2, 4 lanes, 2 wafers: go -> player busy (1), 320 words, broadcast
     # through one tree level (1), two routers down to row 1's RAMP (1 link + 2), FMAC row done
-    # -> first MASK word (5), 3 more words, one link west to the edge (1 + 2), recorder count (1).
+    # -> first MASK word (6), 3 more words, one link west to the edge (1 + 2), recorder count (1).
     cycles, exact = rs.backward_data_run_cycles(10, 32, HW)
-    assert cycles == 1 + 320 + 1 + 3 + 5 + 3 + 3 + 1 == 337
+    assert cycles == 1 + 320 + 1 + 3 + 6 + 3 + 3 + 1 == 338
     assert exact
-    # M = 4 < L + 2: one VEC per 4 weight words cannot keep up: only a bound.
+    # M = 4 < L + 3: one VEC per 4 weight words cannot keep up: only a bound. M = L + 3: the next
+    # row's stage-1 write may stall the MASK's last store: only a bound.
     assert rs.backward_data_run_cycles(4, 32, HW)[1] is False
+    assert rs.backward_data_run_cycles(7, 32, HW)[1] is False
+    assert rs.backward_data_run_cycles(8, 32, HW)[1] is True
 
 
 def test_forward_hand_worked_hidden_and_logits():
-    assert rs.forward_run_cycles(32, 64, HW) == 1 + 2048 + 1 + 3 + 5 + 3 + 3 + 1
+    assert rs.forward_run_cycles(32, 64, HW) == 1 + 2048 + 1 + 3 + 6 + 3 + 3 + 1
     # The logits leave the east edge of the last column: no link.
-    assert rs.forward_run_cycles(10, 32, HW, last=True) == 1 + 320 + 1 + 3 + 5 + 3 + 2 + 1
+    assert rs.forward_run_cycles(10, 32, HW, last=True) == 1 + 320 + 1 + 3 + 6 + 3 + 2 + 1
     # One column: hidden results leave east too.
     one = rs.RtlHardware(mesh_rows=1, mesh_cols=1, lanes=4, systems=1)
     assert rs.forward_run_cycles(3, 5, one) == rs.forward_run_cycles(3, 5, one, last=True) \
-        == 1 + 15 + 1 + 2 + 5 + 3 + 2 + 1
+        == 1 + 15 + 1 + 2 + 6 + 3 + 2 + 1
 
 
 def test_latency_terms_follow_the_component_models():
@@ -46,23 +49,23 @@ def test_latency_terms_follow_the_component_models():
     m, k = 12, 40
     expect = (1 + m * k + 2 + zero_load_latency(2) + DEP_TO_TX_CYCLES + 7 + zero_load_latency(3)
               + 1)
-    assert rs.backward_data_run_cycles(m, k, deep) == (expect, m >= unit_cycles(8))
+    assert rs.backward_data_run_cycles(m, k, deep) == (expect, m > unit_cycles(8))
     assert rs.forward_run_cycles(m, k, deep) == expect
 
 
 def test_backward_weight_hand_worked_single_pe():
-    # One PE: DOT only, 2 x 4 = 8 words of 6 cycles = 48; after its commit come the adapter
+    # One PE: DOT only, 2 x 4 = 8 words of 7 cycles = 56; after its commit come the adapter
     # words G_ROW_LEN, G_COUNT, G_BOUND (3), then 2 cycles to go; the last word crosses the
     # router to the north edge (2), the 2-leaf reduce (2 * 2 + 3 = 7) and the recorder (1).
     one = rs.RtlHardware(mesh_rows=1, mesh_cols=1, lanes=4, systems=2)
-    assert rs.backward_weight_run_cycles(2, 4, one) == 48 - 3 - 2 + 2 + 7 + 1
+    assert rs.backward_weight_run_cycles(2, 4, one) == 56 - 3 - 2 + 2 + 7 + 1
 
 
 def test_backward_weight_hand_worked_2x2():
-    # 10 x 32: each column 16 features: 160 DOT words + 40 chain ADDs, 6 cycles each = 1200.
+    # 10 x 32: each column 16 features: 160 DOT words + 40 chain ADDs, 7 cycles each = 1400.
     # Column 1's north PE (tile (0, 1)) commits before tiles (1, 0), (1, 1) (one descriptor each,
     # 6 words) and 4 adapter words: 16 writes after it.
-    assert rs.backward_weight_run_cycles(10, 32, HW) == 1200 - 16 - 2 + 2 + 7 + 1
+    assert rs.backward_weight_run_cycles(10, 32, HW) == 1400 - 16 - 2 + 2 + 7 + 1
     assert rs.backward_weight_desc_counts(HW) == {(0, 0): 3, (0, 1): 3, (1, 0): 1, (1, 1): 1}
 
 
@@ -99,7 +102,7 @@ def _compiled(P, Q, kind, m, k, last=False):
 def test_simulation_against_the_formulas(P, Q):
     """The cycle simulation never beats the contention-free formula; it equals it where nothing
     shares the path: one column (only weights use a RAMP port, no psum chain) and backward-data
-    with M >= L + 2; the psum / result traffic of two columns costs cycles in the forward pass."""
+    with M > L + 3; the psum / result traffic of two columns costs cycles in the forward pass."""
     hw = rs.RtlHardware(mesh_rows=P, mesh_cols=Q, lanes=4, systems=2)
     for m, k in ((1, 4), (4, 8), (8, 8), (10, 32)):
         for last in (False, True):
@@ -116,6 +119,22 @@ def test_simulation_against_the_formulas(P, Q):
             sim = rs.simulated_run_cycles("backward-weight", ph.plan, m, k, hw,
                                           writes=len(ph.writes))
             assert sim >= rs.backward_weight_run_cycles(m, k, hw), (m, k)
+
+
+def test_backward_data_mask_store_waits_on_the_next_rows_write():
+    """1 x 1, K = 5, M = 7 = L + 3: row r's stage-1 write (cycle w) is followed by its MASK: IDLE
+    w+1, READ_B w+2, LATCH w+3, RUN w+4..w+7; row r+1's write is in w+7, to acc_base + 4(r+1) +
+    0..3 = 52 + 4r..55 + 4r (banks 4r+4..4r+7 mod 8), while the MASK stores lane 3 at dx_base +
+    4r + 3 = 71 + 4r (bank 4r+7 mod 8): it waits a cycle. With M = 8 the write comes after."""
+    hw = rs.RtlHardware(mesh_rows=1, mesh_cols=1, lanes=4, systems=2)
+    plan = _compiled(1, 1, "backward-data", 7, 5).plan
+    assert plan["pes"][(0, 0)]["descs"][0]["dst_base"] == 48
+    assert plan["pes"][(0, 0)]["descs"][1]["dst_base"] == 68
+    assert rs.simulated_run_cycles("backward-data", plan, 7, 5, hw) \
+        > rs.backward_data_run_cycles(7, 5, hw)[0]
+    plan = _compiled(1, 1, "backward-data", 8, 5).plan
+    assert rs.simulated_run_cycles("backward-data", plan, 8, 5, hw) \
+        == rs.backward_data_run_cycles(8, 5, hw)[0]
 
 
 def test_commit_cycles_follow_the_compiler_write_order():
@@ -147,7 +166,7 @@ def test_step_schedule_default_network():
     out = rs.step_schedule(dims, hw, phases)
     assert [(p.phase, p.layer) for p in out] == order
     assert [p.config for p in out] == [phases[key][0] + 1 for key in order]
-    assert out[2].run == out[2].run_formula == 337
+    assert out[2].run == out[2].run_formula == 338
     assert all(p.run >= p.run_formula for p in out)
     assert out[0].run_formula == rs.forward_run_cycles(32, 64, hw)
     with pytest.raises(ValueError, match="no entry"):
@@ -157,6 +176,8 @@ def test_step_schedule_default_network():
 @pytest.mark.parametrize("call,message", [
     (lambda: rs.RtlHardware(0, 2, 4, 2), "mesh_rows"),
     (lambda: rs.RtlHardware(2, 2, True, 2), "lanes"),
+    (lambda: rs.RtlHardware(2, 2, 4, 2, sram_banks=0), "sram_banks must be an int >= 1"),
+    (lambda: rs.RtlHardware(2, 2, 4, 2, sram_banks=6), "sram_banks must be a power of two"),
     (lambda: rs.forward_run_cycles(4, 1, HW), "K >= mesh_cols"),
     (lambda: rs.backward_weight_run_cycles(0, 8, HW), "M >= 1"),
     (lambda: rs.step_schedule([64], HW, {}), "dims"),

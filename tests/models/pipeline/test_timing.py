@@ -118,7 +118,7 @@ def test_worked_example_by_hand():
                       hop_latency=1, router_io_latency=2, vector_overhead_cycles=2, swarmx_bcast_latency=1,
                       swarmx_reduce_latency=7, link_latency=10, memoryx_stream_latency=20,
                       memoryx_update_bytes_per_cycle=30, memoryx_update_latency=5, host_loss_cycles=100)
-    assert tp.chain_add_latency == 3                          # one vector-unit ADD: L + 2
+    assert tp.chain_add_latency == 3                          # one vector-unit ADD: L + 2 here
     st = step_timing((4, 4, 2), 4, 1, tp)
     # Kq = 2, Bp = 2, V = 3. Weights max(4/64, 2) = 2 per row, links 2 per row.
     fill = 20 + 10 + 1 + 2 + 1                                 # = 34

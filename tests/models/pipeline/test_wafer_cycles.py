@@ -3,10 +3,11 @@ single-PE cases from the documented PE and router timing, and bad traffic."""
 
 import pytest
 
+from arch.pe_map import Op, VecMode
 from models import pe
 from models.pipeline.wafer_cycles import simulate_phase
 
-ONE = dict(rows=1, cols=1, lanes=4, num_colors=8, vc_depth=4)
+ONE = dict(rows=1, cols=1, lanes=4, sram_banks=8, num_colors=8, vc_depth=4)
 
 
 def _plan(m, k):
@@ -15,26 +16,67 @@ def _plan(m, k):
 
 def test_one_row_one_weight():
     # Word 0 offered and taken in cycle 3; the RAMP delivers it in 5 (0 links + 2); done rises
-    # at the end of 6; IDLE 7, LATCH 8, RUN 9..12 load the tx register, words transfer 10..13;
-    # the last leaves the east edge 13 + 2 = 15.
+    # at the end of 6; IDLE 7, READ_B 8, LATCH 9, RUN 10..13 load the tx register, words
+    # transfer 11..14; the last leaves the east edge 14 + 2 = 16.
     last = simulate_phase(_plan(1, 1), stream_cols=[0], weight_color=pe.COLOR_W, first=3,
                           sinks={(0, 0, "E"): 4}, **ONE)
-    assert last == 15
+    assert last == 16
 
 
-def test_vector_unit_takes_l_plus_2_cycles_per_vector():
-    # Row 1's weight arrives one cycle later, but the vector unit is busy with row 0 until 12:
-    # IDLE 13, LATCH 14, RUN 15..18, words 16..19, edge 21.
+def test_vector_unit_takes_l_plus_3_cycles_per_vector():
+    # Row 1's weight arrives one cycle later, but the vector unit is busy with row 0 until 13:
+    # IDLE 14, READ_B 15, LATCH 16, RUN 17..20, words 18..21, edge 23. (Row 1's stage-1 write in
+    # 7 is to banks 0..3 of words 8..11; the PASS stores row 0 at 20..23, banks 4..7, in 10..13.)
     last = simulate_phase(_plan(2, 1), stream_cols=[0, 0], weight_color=pe.COLOR_W, first=3,
                           sinks={(0, 0, "E"): 8}, **ONE)
-    assert last == 21
+    assert last == 23
 
 
 def test_row_completes_after_count_weights():
-    # K = 3: the third weight (cycle 5) completes the row: 5 + 12 = 17.
+    # K = 3: the third weight (cycle 5) completes the row: 5 + 13 = 18.
     last = simulate_phase(_plan(1, 3), stream_cols=[0] * 3, weight_color=pe.COLOR_W, first=3,
                           sinks={(0, 0, "E"): 4}, **ONE)
-    assert last == 17
+    assert last == 18
+
+
+STORE1 = dict(op=Op.STORE, enable=1, color=1, reps=1, lo=0, hi=1)
+FMAC1 = dict(op=Op.FMAC, enable=1, color=1, a_base=0, count=1, reps=1)
+
+
+@pytest.mark.parametrize("writer,keep,last", [
+    (dict(STORE1, dst_base=2), dict(lo=0, hi=1), 10),   # word 2 -> bank 2, as lane 2: one stall
+    (dict(STORE1, dst_base=3), dict(lo=0, hi=1), 9),    # bank 3: none
+    (dict(STORE1, dst_base=2), dict(lo=0, hi=0), 9),    # vector 0 not kept: it does not store
+    (dict(FMAC1, dst_base=0), dict(lo=0, hi=1), 10),    # the row -> banks 0..3: one stall
+    (dict(FMAC1, dst_base=4), dict(lo=0, hi=1), 9),     # banks 4..7: none
+])
+def test_vector_store_waits_on_a_same_bank_stage1_write(writer, keep, last):
+    # A PASS VEC without dependencies: IDLE 0, READ_B 1, LATCH 2, RUN 3..6 stores lane j at
+    # 32 + j (bank j of 8) and loads tx; words transfer 4..7, the last leaves the east edge 7 + 2
+    # = 9. One wavelet (offered 2, at the RAMP 4) is written by stage 1 in 5, when lane 2 stores:
+    # on the same bank, lane 2 waits to 6, lane 3 is 7, words 4, 5, 7, 8, edge 10.
+    plan = {"pes": {(0, 0): {"descs": {
+        0: writer,
+        1: dict(op=Op.VEC, vmode=VecMode.PASS, enable=1, send=1, store=1, color=2, count=1,
+                reps=1, a_base=0, dst_base=32, **keep)}}},
+        "routes": {(0, 0): [(1, "N", ["RAMP"]), (2, "RAMP", ["E"])]}}
+    assert simulate_phase(plan, stream_cols=[0], weight_color=1, first=2,
+                          sinks={(0, 0, "E"): 4}, **ONE) == last
+
+
+@pytest.mark.parametrize("store_dst,last", [(0, 17), (1, 16)])
+def test_dot_word_store_waits_on_a_same_bank_stage1_write(store_dst, last):
+    # DOT, 2 words: IDLE 0, READ_B 1, LATCH 2, RUN 3..6 (word 0 at lane 3, stored at 32, bank 0),
+    # ISSUE 7, READ_B 8, LATCH 9, RUN 10..13 (word 1 at 33); words transfer 7, 14, edge 16. The
+    # STORE wavelet (offered 3, at the RAMP 5) is written in 6: to bank 0, word 0 waits to 7 and
+    # everything after it one cycle: edge 17.
+    plan = {"pes": {(0, 0): {"descs": {
+        0: dict(STORE1, dst_base=store_dst),
+        1: dict(op=Op.VEC, vmode=VecMode.DOT, enable=1, send=1, store=1, color=2, count=2,
+                reps=1, lo=0, hi=1, dst_base=32)}}},
+        "routes": {(0, 0): [(1, "N", ["RAMP"]), (2, "RAMP", ["E"])]}}
+    assert simulate_phase(plan, stream_cols=[0], weight_color=1, first=3,
+                          sinks={(0, 0, "E"): 2}, **ONE) == last
 
 
 def test_unexpected_edge_word_is_an_error():

@@ -1,0 +1,160 @@
+"""The PE core's task descriptor table (docs/pe.md): ``num_tasks`` descriptors (format
+:mod:`arch.pe_map`) with their commit checks and run state.
+
+Per descriptor ``t``: the descriptor ``desc[t]``, ``active``, ``pos`` (word within the unit),
+``cnt`` (index of the unit in progress: units its engine finished), ``done`` (finished units, an
+FMAC/STORE unit counted one cycle after its last wavelet, in stage 1), the running
+addresses ``aptr`` (FMAC: the operand row of the next wavelet; VEC: A of unit ``cnt``), ``bptr`` (VEC:
+B of unit ``cnt``), ``dptr`` (the destination of unit ``cnt``: FMAC ``dst_base + cnt*L``, STORE and
+VEC ``dst_base + (cnt - lo)*U`` once ``cnt >= lo``), and ``in_range`` (``lo <= cnt < hi``).
+Running addresses are 17 bits so an address past a 16-bit SRAM is seen, not wrapped.
+
+Ports:
+
+* configuration: ``we``, ``index``, ``word``, ``wdata`` write word ``word`` of descriptor ``index``
+  (it takes effect next cycle; any write stops the descriptor, writing word 0 commits it);
+  ``rdata`` (combinational) is that word; ``commit_fault`` the fault code of this cycle's commit
+  (0: none or legal).
+* wavelet engine: ``w_step`` (a wavelet of ``w_t`` was taken), ``w_unit_end``, ``w_run_end``,
+  ``w_stop`` (``w_t`` stops on a fault), ``w_inc``/``w_inc_t`` (stage 1: ``done[w_inc_t] += 1``).
+* vector unit: ``v_unit`` (a unit of ``v_t`` finished), ``v_run_end``, ``v_stop``.
+* ``restart[t]``: ``t`` was started or written this cycle (its half-accumulated row is dropped).
+
+A run end stops the descriptor and, with ``chain``, starts ``next`` if it is legal (committed
+without fault and not written since). A start clears ``pos``, ``cnt``, ``done`` and loads the
+running addresses from the bases.
+"""
+
+from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from arch.config_bus import WORD_BITS
+from arch.pe_map import DESC_WORDS, DESCRIPTOR, FAULT_STATUS, Fault, Op, VecMode
+from arch.wavelet import MAX_COLORS
+
+from .layouts import struct_layout
+
+__all__ = ["DescriptorTable", "Descriptor", "PTR_BITS"]
+
+# One task descriptor (arch.pe_map.DESCRIPTOR, DESC_WORDS configuration words).
+Descriptor = struct_layout(DESCRIPTOR)
+PTR_BITS = 17
+
+
+class DescriptorTable(wiring.Component):
+    def __init__(self, cfg):
+        self._cfg = cfg
+        T = cfg.num_tasks
+        idx = range(max(T, 2))
+        super().__init__({
+            "we": In(1), "index": In(idx), "word": In(3), "wdata": In(WORD_BITS),
+            "rdata": Out(WORD_BITS), "commit_fault": Out(FAULT_STATUS.field_width("code")),
+            "desc": Out(data.ArrayLayout(Descriptor, T)),
+            "active": Out(T), "in_range": Out(T), "restart": Out(T),
+            "pos": Out(data.ArrayLayout(16, T)), "cnt": Out(data.ArrayLayout(16, T)),
+            "done": Out(data.ArrayLayout(16, T)),
+            "aptr": Out(data.ArrayLayout(PTR_BITS, T)), "bptr": Out(data.ArrayLayout(PTR_BITS, T)),
+            "dptr": Out(data.ArrayLayout(PTR_BITS, T)),
+            "w_step": In(1), "w_t": In(idx), "w_unit_end": In(1), "w_run_end": In(1),
+            "w_stop": In(1), "w_inc": In(1), "w_inc_t": In(idx),
+            "v_unit": In(1), "v_t": In(idx), "v_run_end": In(1), "v_stop": In(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._cfg
+        L, T = cfg.lanes, cfg.num_tasks
+        desc = self.desc
+
+        # ---- configuration writes and commit -------------------------------------------------
+        raw = [Signal(Descriptor.size, name=f"desc{t}") for t in range(T)]
+        for t in range(T):
+            m.d.comb += desc[t].as_value().eq(raw[t])
+        m.d.comb += self.rdata.eq(Const(0))
+        for t in range(T):
+            for w in range(DESC_WORDS):
+                hit = (self.index == t) & (self.word == w)
+                with m.If(hit):
+                    m.d.comb += self.rdata.eq(raw[t][WORD_BITS * w:WORD_BITS * (w + 1)])
+                with m.If(self.we & hit):
+                    m.d.sync += raw[t][WORD_BITS * w:WORD_BITS * (w + 1)].eq(self.wdata)
+
+        commit = self.we & (self.word == 0)
+        upper = Signal(Descriptor.size - WORD_BITS)
+        for t in range(T):
+            with m.If(self.index == t):
+                m.d.comb += upper.eq(raw[t][WORD_BITS:])
+        cand = data.View(Descriptor, Cat(self.wdata, upper))
+        code = self._check(m, cand, self.index, cfg)
+        m.d.comb += self.commit_fault.eq(Mux(commit, code, 0))
+        commit_start = commit & (code == 0) & (cand.op != Op.NOP) & cand.enable
+
+        # ---- run state -------------------------------------------------------------------------
+        legal = Signal(T)
+        wd, vd = desc[self.w_t], desc[self.v_t]
+        w_chain = self.w_run_end & wd.chain
+        v_chain = self.v_run_end & vd.chain
+        for t in range(T):
+            d = desc[t]
+            pos, cnt, done = self.pos[t], self.cnt[t], self.done[t]
+            aptr, bptr, dptr = self.aptr[t], self.bptr[t], self.dptr[t]
+            m.d.comb += self.in_range[t].eq((cnt >= d.lo) & (cnt < d.hi))
+            written = self.we & (self.index == t)
+            with m.If(written):
+                m.d.sync += legal[t].eq(commit & (code == 0) & (cand.op != Op.NOP))
+            start = (((w_chain & (wd.next == t)) | (v_chain & (vd.next == t))) & legal[t]
+                     | (commit_start & (self.index == t)))
+            w_here = self.w_t == t
+            v_here = self.v_t == t
+            stop = (((self.w_run_end | self.w_stop) & w_here) | ((self.v_run_end | self.v_stop) & v_here)
+                    | written)
+            m.d.comb += self.restart[t].eq(start | written)
+            with m.If(start):
+                m.d.sync += [self.active[t].eq(1), pos.eq(0), cnt.eq(0), done.eq(0),
+                             aptr.eq(d.a_base), bptr.eq(d.b_base), dptr.eq(d.dst_base)]
+            with m.Else():
+                with m.If(stop):
+                    m.d.sync += self.active[t].eq(0)
+                with m.If(self.w_step & w_here):
+                    fmac = d.op == Op.FMAC
+                    m.d.sync += pos.eq(Mux(self.w_unit_end, 0, pos + 1))
+                    m.d.sync += aptr.eq(Mux(self.w_unit_end, d.a_base, aptr + d.a_stride))
+                    with m.If(self.w_unit_end):
+                        m.d.sync += cnt.eq(cnt + 1)
+                        with m.If(fmac | self.in_range[t]):
+                            m.d.sync += dptr.eq(dptr + L)
+                with m.If(self.v_unit & v_here):
+                    unit = Mux(d.vmode == VecMode.DOT, d.count, L)
+                    m.d.sync += [cnt.eq(cnt + 1), aptr.eq(aptr + d.a_stride),
+                                 bptr.eq(bptr + d.b_stride)]
+                    with m.If(self.in_range[t]):
+                        m.d.sync += dptr.eq(dptr + unit)
+                with m.If((self.w_inc & (self.w_inc_t == t)) | (self.v_unit & v_here)):
+                    m.d.sync += done.eq(done + 1)
+        return m
+
+    @staticmethod
+    def _check(m, d, t, cfg):
+        """Fault code (0 = legal) of the descriptor ``d`` being committed as entry ``t``."""
+        T, NC = cfg.num_tasks, cfg.num_colors
+        is_f, is_s, is_v = d.op == Op.FMAC, d.op == Op.STORE, d.op == Op.VEC
+        dot = is_v & (d.vmode == VecMode.DOT)
+        bad_count = ((d.reps == 0) | ((is_s | is_v) & (d.lo > d.hi)) | (is_f & (d.count == 0))
+                     | (is_v & Mux(dot, d.count == 0, d.count != 1)))
+        bad_color = (d.color >= NC) & (~is_v | d.send) if NC < MAX_COLORS else Const(0)
+        bad_index = ((d.chain & ((d.next >= T) | (d.next == t)))
+                     | (is_v & d.dep_a_en & (d.dep_a >= T)) | (is_v & d.dep_b_en & (d.dep_b >= T)))
+        no_action = is_v & ~d.send & ~d.store
+        code = Signal(FAULT_STATUS.field_width("code"))
+        with m.If(d.op == Op.NOP):
+            m.d.comb += code.eq(0)
+        with m.Elif(bad_count):
+            m.d.comb += code.eq(Fault.COUNT)
+        with m.Elif(bad_color):
+            m.d.comb += code.eq(Fault.COLOR)
+        with m.Elif(bad_index):
+            m.d.comb += code.eq(Fault.INDEX)
+        with m.Elif(no_action):
+            m.d.comb += code.eq(Fault.NO_ACTION)
+        return code

@@ -1,0 +1,97 @@
+"""The PE core's banked SRAM (docs/pe.md): ``words`` 32-bit words in ``banks`` interleaved banks
+(word ``a`` in bank ``a mod banks``), so a vector of ``lanes <= banks`` consecutive words at any
+address is one access per bank.
+
+The SRAM is held twice: copy 0 is read by the FMAC lanes and by configuration reads, copy 1 by the
+vector unit; every write goes to both. Each bank of each copy is a ``lib.memory.Memory`` with one
+read and one write port (block RAM).
+
+Ports (addresses are word addresses below ``words``):
+
+* ``lane_addr`` -> ``lane_data``, ``vec_addr`` -> ``vec_data``: the ``lanes`` words from the address
+  (lane ``l`` = word ``addr + l``) of copy 0 / copy 1, the cycle after the address (registered).
+* ``row_addr``, ``row_data``, ``row_mask``: lane ``l`` writes ``row_data[l]`` to ``row_addr + l``
+  where ``row_mask[l]`` is set. Priority over the word write.
+* ``word_addr``, ``word_data``, ``word_en``: one word. ``word_blocked`` (combinational) is high when
+  the row write uses the bank of ``word_addr`` in this cycle; the word is then not written.
+
+A read in the cycle of a write to the same word returns the old word.
+"""
+
+from amaranth import Array, Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, memory, wiring
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["PeSram"]
+
+
+class PeSram(wiring.Component):
+    def __init__(self, *, words, banks, lanes):
+        assert lanes <= banks and words % banks == 0
+        self._words, self._banks, self._lanes = words, banks, lanes
+        vec = data.ArrayLayout(32, lanes)
+        super().__init__({
+            "lane_addr": In(16), "lane_data": Out(vec),
+            "vec_addr": In(16), "vec_data": Out(vec),
+            "row_addr": In(16), "row_data": In(vec), "row_mask": In(lanes),
+            "word_addr": In(16), "word_data": In(32), "word_en": In(1), "word_blocked": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        S, NB, L = self._words, self._banks, self._lanes
+        lb = NB.bit_length() - 1
+        line_bits = max((S // NB - 1).bit_length(), 1)
+
+        def split(addr):
+            lo = addr[:lb] if lb else Const(0, 1)
+            return lo, addr[lb:lb + line_bits]
+
+        def line(b, lo, hi):
+            """Bank ``b``'s line of the vector starting at ``hi * NB + lo``: banks below ``lo``
+            hold the words that wrapped into the next line."""
+            return hi + (lo > b) if b < NB - 1 else hi
+
+        def lane_of(b, lo):
+            return (Const(b, lb + 1) - lo)[:lb] if lb else Const(0, 1)
+
+        # Per bank: the row write's lane (and whether it writes), else the word write.
+        row_lo, row_hi = split(self.row_addr)
+        word_lo, word_hi = split(self.word_addr)
+        mask = Cat(self.row_mask, Const(0, NB - L)) if NB > L else self.row_mask
+        row_en = Signal(NB)
+        wr_addr = [Signal(line_bits, name=f"wr_addr{b}") for b in range(NB)]
+        wr_data = [Signal(32, name=f"wr_data{b}") for b in range(NB)]
+        wr_en = [Signal(name=f"wr_en{b}") for b in range(NB)]
+        lanes = Array(list(self.row_data) + [Const(0, 32)] * (NB - L))
+        for b in range(NB):
+            lane = Signal(max(lb, 1), name=f"row_lane{b}")
+            m.d.comb += lane.eq(lane_of(b, row_lo))
+            m.d.comb += row_en[b].eq(mask.bit_select(lane, 1) if NB > 1 else mask[0])
+            word_here = self.word_en & (word_lo == b) if NB > 1 else self.word_en
+            m.d.comb += [
+                wr_en[b].eq(row_en[b] | word_here),
+                wr_addr[b].eq(Mux(row_en[b], line(b, row_lo, row_hi), word_hi)),
+                wr_data[b].eq(Mux(row_en[b], lanes[lane] if NB > 1 else self.row_data[0],
+                                   self.word_data)),
+            ]
+        m.d.comb += self.word_blocked.eq(row_en.bit_select(word_lo, 1) if NB > 1 else row_en[0])
+
+        for copy, (addr, out) in enumerate([(self.lane_addr, self.lane_data),
+                                            (self.vec_addr, self.vec_data)]):
+            lo, hi = split(addr)
+            lo_q = Signal(max(lb, 1), name=f"rd{copy}_lo")
+            m.d.sync += lo_q.eq(lo)
+            read = []
+            for b in range(NB):
+                mem = m.submodules[f"copy{copy}_bank{b}"] = memory.Memory(shape=32, depth=S // NB,
+                                                                         init=[])
+                rp, wp = mem.read_port(), mem.write_port()
+                m.d.comb += [rp.addr.eq(line(b, lo, hi)),
+                             wp.addr.eq(wr_addr[b]), wp.data.eq(wr_data[b]), wp.en.eq(wr_en[b])]
+                read.append(rp.data)
+            words = Array(read)
+            for l in range(L):
+                m.d.comb += out[l].eq(words[(lo_q + l)[:lb]] if lb else read[0])
+        return m
+
