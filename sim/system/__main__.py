@@ -17,6 +17,7 @@ from pathlib import Path
 from sim.kit.runner import ROOT
 from sim.system.config import OPTIMIZERS, SIMULATORS, SystemRunConfig
 from sim.system.run import run_system
+from sim.system.timeline import draw_timeline
 
 
 def _ints(text, sep, what):
@@ -135,12 +136,18 @@ def summary_rtl(run, results, wall):
               f"{p['model_run_formula']:7d}   {stream}")
     print(f"  step             {last['cycles']} cycles, FMAC lane utilization "
           f"{results['utilization']:.3f}")
+    tl = results["timeline"]
+    print(f"  with MemoryX     {tl['overlap']['step_cycles']} cycles per step with the seed's overlap "
+          f"(MemoryX exposed {tl['overlap']['memoryx_exposed_cycles']}), "
+          f"{tl['no_overlap']['step_cycles']} without ({tl['no_overlap']['memoryx_exposed_cycles']}): "
+          f"timeline.png")
     speed = f"{results['cycles_per_second']:,.0f} cycles/s with the host"
     if "cycles_per_cpu_second" in results:
         speed += (f", {results['cycles_per_cpu_second']:,.0f} cycles/CPU-s in the simulator "
                   f"({results['simulator_runs']} runs, one per phase)")
     print(f"  simulation       {results['simulated_cycles']} RTL cycles, {speed}; wall {wall:.1f} s")
-    print(f"  outputs          {Path(run.out_dir) / 'results.json'}, loss.png, weights.safetensors")
+    print(f"  outputs          {Path(run.out_dir) / 'results.json'}, loss.png, timeline.png, "
+          f"weights.safetensors")
 
 
 SIM_NAMES = {"verilator": "Verilator", "icarus": "Icarus", "cocotb+icarus": "cocotb + Icarus"}
@@ -174,6 +181,8 @@ def main(argv=None):
     start = time.perf_counter()
     results = run_system(run, console=True, run_name="make-sim")
     plot(results, Path(run.out_dir) / "loss.png")
+    if results.get("wafer") == "rtl":
+        draw_timeline(results["timeline"], Path(run.out_dir) / "timeline.png")
     summary(run, results, time.perf_counter() - start)
     return 0
 

@@ -46,6 +46,7 @@ from models.pipeline.rtl_schedule import RtlHardware, step_schedule
 from models.pipeline.timing import TimingParams, step_timing
 from models.pipeline.training import WaferTrainer, build_memoryx, layer_names
 from sim.kit.player_memory import tagged_words
+from sim.system.timeline import step_timeline
 
 __all__ = ["PhaseRequest", "PhaseResult", "training"]
 
@@ -92,9 +93,10 @@ def training(run, cfg: Config, data, *, log=print):
     rng = np.random.default_rng(run.seed)
     order = np.concatenate([rng.permutation(len(x_tr)) for _ in range(run.steps * golden.global_batch
                                                                       // len(x_tr) + 1)])
-    model_step = step_timing(dims, B, n, TimingParams(
-        mesh_rows=P, mesh_cols=cfg.mesh_cols, lanes=L, weight_words_per_cycle=1.0,
-        grad_words_per_cycle=1.0, memoryx_optimizer=run.optimizer))
+    timing_params = TimingParams(mesh_rows=P, mesh_cols=cfg.mesh_cols, lanes=L,
+                                 weight_words_per_cycle=1.0, grad_words_per_cycle=1.0,
+                                 memoryx_optimizer=run.optimizer)
+    model_step = step_timing(dims, B, n, timing_params)
     # SRAM banks as the tops build the PE core (hdl/tops.py: at least the power of two >= lanes).
     hw = RtlHardware(mesh_rows=P, mesh_cols=cfg.mesh_cols, lanes=L, systems=n,
                      swarmx_adder_latency=cfg.fp_latency, num_colors=cfg.num_colors,
@@ -225,6 +227,7 @@ def training(run, cfg: Config, data, *, log=print):
         "config": run.as_dict(), "wafer": "rtl", "hardware": cfg.as_dict(), "steps": history,
         "phases": last_phases,
         "wafer_model_step": model_step.summary(),
+        "timeline": step_timeline(last_phases, dims, timing_params),
         "utilization": fmacs / (pe_lanes * history[-1]["cycles"]),
         "simulated_cycles": sim_cycles, "wall_seconds": seconds,
         "cycles_per_second": sim_cycles / seconds if seconds else 0.0,
