@@ -12,7 +12,7 @@ word  fields (LSB first)
 2     ``b_base:16 b_stride:16``
 3     ``dst_base:16 count:16``
 4     ``reps:16 lo:16``
-5     ``hi:16 reserved:16``
+5     ``hi:16 group:16``
 ====  =====================================================================================
 
 Writing word 0 *commits* a descriptor (checked, and started when ``enable`` is set), so a
@@ -46,7 +46,7 @@ DESCRIPTOR = BitLayout(
     ("send", 1), ("store", 1), ("dep_a_en", 1), ("dep_b_en", 1), ("color", COLOR_BITS),
     ("next", TASK_BITS), ("dep_a", TASK_BITS), ("dep_b", TASK_BITS),
     ("a_base", 16), ("a_stride", 16), ("b_base", 16), ("b_stride", 16), ("dst_base", 16),
-    ("count", 16), ("reps", 16), ("lo", 16), ("hi", 16), ("reserved", 16),
+    ("count", 16), ("reps", 16), ("lo", 16), ("hi", 16), ("group", 16),
 )
 DESC_WORDS = DESCRIPTOR.width // WORD_BITS
 assert DESC_WORDS * WORD_BITS == DESCRIPTOR.width

@@ -33,10 +33,11 @@ from models import pe
 
 __all__ = ["WaferCompileError", "WaferPhase", "compile_forward", "compile_backward_weight",
            "compile_backward_data", "forward_expected_outputs", "logits_expected_outputs",
-           "COLOR_GRAD", "COLOR_DX0", "split_dx"]
+           "COLOR_GRAD", "COLOR_DX0", "COLOR_DZ", "dw_on_lanes", "split_dx"]
 
 FORWARD_COLORS = 4      # weights, psum chain, results (models.pe.COLOR_*), gradient chain
 COLOR_GRAD = 3          # the backward-weight column chain (south to north)
+COLOR_DZ = 1            # backward-weight on the lanes: dZ along each row
 COLOR_DX0 = 4           # backward-data: column q sends dZ_prev west on COLOR_DX0 + q
 FORWARD_TASKS = 4       # descriptors 0..3 of models.pe.forward_kernel
 # Descriptor count/reps/lo/hi fields and the adapter counters bound M and K.
@@ -102,16 +103,29 @@ def _commit_order(descs):
 
 def _desc_writes(cfg, plan, bits):
     """First stop every descriptor slot of every PE (word 0 = NOP), then commit the phase's
-    descriptors tile by tile (north-west first), each in :func:`_commit_order`."""
+    descriptors tile by tile (north-west first), each in :func:`_commit_order`; the descriptors a
+    PE lists in ``late`` are committed after every tile's others (they start sending at once)."""
     out = []
     S, T, Q = cfg.sram_words, cfg.num_tasks, cfg.mesh_cols
     for (p, q) in sorted(plan["pes"]):
         out += [(tile_address(Q, p, q, CORE_BASE + desc_addr(S, t), bits), 0) for t in range(T)]
+    late = []
     for (p, q), info in sorted(plan["pes"].items()):
         for t in _commit_order(info["descs"]):
-            out += descriptor_writes(tile_address(Q, p, q, CORE_BASE + desc_addr(S, t), bits),
-                                     encode(**info["descs"][t]))
-    return out
+            (late if t in info.get("late", ()) else out).extend(
+                descriptor_writes(tile_address(Q, p, q, CORE_BASE + desc_addr(S, t), bits),
+                                  encode(**info["descs"][t])))
+    return out + late
+
+
+def _commit_indices(cfg, plan, writes, bits):
+    """``{(p, q): {t: i}}``: the index in ``writes`` of the write that commits descriptor ``t``
+    of PE ``(p, q)`` (the last write of its word 0)."""
+    S, Q = cfg.sram_words, cfg.mesh_cols
+    last = {addr: i for i, (addr, _) in enumerate(writes)}
+    return {(p, q): {t: last[tile_address(Q, p, q, CORE_BASE + desc_addr(S, t), bits)]
+                     for t in info["descs"]}
+            for (p, q), info in plan["pes"].items()}
 
 
 def _sram_writes(cfg, loads, bits):
@@ -165,6 +179,7 @@ def _assemble(cfg, name, plan, loads, adapters, out_edge, weight_words, sram_nee
     base = adapter_base()
     writes += [(base + ADAPTER[reg] + i, int(v)) for reg, vals in adapters
                for i, v in enumerate(vals)]
+    plan["commits"] = _commit_indices(cfg, plan, writes, bits)
     return WaferPhase(name, writes, plan, out_edge, weight_words)
 
 
@@ -207,17 +222,32 @@ def compile_forward(cfg, *, m, k, batch, x16=None, last=False):
                      "west" if plan["edge_out"] == "W" else "east", m * k, 0)
 
 
+def dw_on_lanes(cfg, k):
+    """Whether backward-weight runs its partials as FMAC broadcasts on the lanes: every column
+    holds the same number of input features, a multiple of ``lanes`` (else VEC DOT)."""
+    sizes = {len(s) for s in pe._split(k, cfg.mesh_cols)}
+    return len(sizes) == 1 and min(sizes) % cfg.lanes == 0
+
+
 def compile_backward_weight(cfg, *, m, k, batch, x16=None, dz16=None):
     """The backward-weight phase of a ``m x k`` layer: ``dW = dZ X^T`` (kernels.backward_weight).
 
-    PE(p, q) holds ``X[K_q, B_p]`` (``x_base``, one vector per k) and ``dZ[M, B_p]``
-    (``dz_base``, one vector per m); a VEC DOT per output row m gives its partials
-    ``partial_p[m, K_q]`` (b ascending from +0.0 over ``|B_p| = lanes`` words). The column chain
-    runs **south to north** on ``COLOR_GRAD``: the south PE sends its partials north; every other
-    PE stores its own (DOT ``store``, then ``chain`` to the ADD), stores the incoming sums
-    (STORE from the south) and sends ``fp32_add(incoming, own)`` north, one L-word vector at a
-    time; the north PE's sums leave at the north edge into the gradient mux (``grads``, rows of
-    dW in order, ``last`` on the final word). With ``x16`` / ``dz16`` the writes load them."""
+    Each PE(p, q) computes ``partial_p[m, K_q]`` (b ascending from +0.0 over ``|B_p| = lanes``
+    samples) into SRAM, row m at ``part_base + m*|K_q|``. The column chain runs **south to north**
+    on ``COLOR_GRAD``, one L-word vector at a time: the south PE sends its partials north (VEC
+    PASS); every other PE stores the incoming sums (STORE from the south) and sends
+    ``fp32_add(incoming, own)`` north (VEC ADD, as each own vector is ready); the north PE's sums
+    leave at the north edge into the gradient mux (``grads``, rows of dW in order, ``last`` on the
+    final word).
+
+    Partials, when :func:`dw_on_lanes`: **FMAC broadcasts on the lanes**. PE(p, q) holds ``X^T``
+    (``x_base``: for each sample b of ``B_p``, its ``|K_q|`` features), the west PE of row p also
+    ``dZ[M, B_p]`` (``dz_base``, one vector per m). The west PE's sender (VEC PASS, ``group = C
+    = |K_q| / L``, committed after every tile so the row is ready) sends each dZ vector ``C`` times
+    on ``COLOR_DZ``, east along the row and back into its own RAMP; every PE's FMAC (``count = L``
+    wavelets b per row, ``group = C``) makes row ``n = m*C + c`` the L features ``c*L ..`` of
+    ``partial[m]``. Otherwise a **VEC DOT** per output row over the stored ``X[K_q, B_p]`` (one
+    vector per k) and ``dZ[M, B_p]`` (every PE). With ``x16`` / ``dz16`` the writes load them."""
     _check_fit(cfg, m=m, k=k, batch=batch)
     P, Q, L = cfg.mesh_rows, cfg.mesh_cols, cfg.lanes
     k_slices = pe._split(k, Q)
@@ -228,6 +258,7 @@ def compile_backward_weight(cfg, *, m, k, batch, x16=None, dz16=None):
                 raise WaferCompileError(
                     f"backward-weight: column {q} holds {m} x {len(k_slices[q])} = {n} partials, "
                     f"not a multiple of lanes={L} (the column chain adds whole L-word vectors)")
+    lanes = dw_on_lanes(cfg, k)
     pes, routes = {}, {}
     x_base = 0
     for p in range(P):
@@ -237,33 +268,74 @@ def compile_backward_weight(cfg, *, m, k, batch, x16=None, dz16=None):
             part_base = dz_base + m * L
             in_base = part_base + words[q]
             south = p == P - 1
-            dot = dict(op=Op.VEC, vmode=VecMode.DOT, enable=1, a_base=x_base,
-                       a_stride=L, count=len(kq), b_base=dz_base, b_stride=L, reps=m)
-            if south:
-                descs = {0: dict(dot, send=1, color=COLOR_GRAD)}
-                need = part_base
+            if lanes:
+                C = len(kq) // L
+                units = m * C
+                descs = {0: dict(op=Op.FMAC, enable=1, color=COLOR_DZ, a_base=x_base, a_stride=len(kq),
+                                 count=L, reps=units, group=C, dst_base=part_base)}
+                own = dict(dep_a_en=1, dep_a=0)
             else:
-                descs = {
-                    0: dict(dot, store=1, dst_base=part_base, lo=0, hi=m, chain=1, next=2),
-                    1: dict(op=Op.STORE, enable=1, color=COLOR_GRAD, reps=words[q] // L,
-                            lo=0, hi=words[q] // L, dst_base=in_base),
-                    2: dict(op=Op.VEC, vmode=VecMode.ADD, enable=0, send=1,
-                            color=COLOR_GRAD, dep_b_en=1, dep_b=1, a_base=in_base, a_stride=L,
-                            b_base=part_base, b_stride=L, count=1, reps=words[q] // L),
-                }
+                units = words[q] // L
+                dot = dict(op=Op.VEC, vmode=VecMode.DOT, enable=1, a_base=x_base, a_stride=L,
+                           count=len(kq), b_base=dz_base, b_stride=L, reps=m)
+                descs = {0: dict(dot, send=1, color=COLOR_GRAD) if south else
+                         dict(dot, store=1, dst_base=part_base, lo=0, hi=m, chain=1, next=2)}
+                own = {}
+            if south:
+                if lanes:
+                    descs[1] = dict(op=Op.VEC, vmode=VecMode.PASS, enable=1, send=1, color=COLOR_GRAD,
+                                    a_base=part_base, a_stride=L, count=1, reps=units, **own)
+                need = part_base + words[q] if lanes else part_base
+            else:
+                descs[1] = dict(op=Op.STORE, enable=1, color=COLOR_GRAD, reps=units, lo=0, hi=units,
+                                dst_base=in_base)
+                descs[2] = dict(op=Op.VEC, vmode=VecMode.ADD, enable=int(lanes), send=1,
+                                color=COLOR_GRAD, dep_b_en=1, dep_b=1, a_base=in_base, a_stride=L,
+                                b_base=part_base, b_stride=L, count=1, reps=units, **own)
                 need = in_base + words[q]
-            pes[(p, q)] = {"descs": descs, "x_base": x_base, "dz_base": dz_base, "k": kq,
-                           "sram": need}
+            info = {"descs": descs, "x_base": x_base, "dz_base": dz_base, "k": kq, "sram": need}
             r = [(COLOR_GRAD, "RAMP", ["N"])]
             if not south:
                 r.append((COLOR_GRAD, "S", ["RAMP"]))
+            if lanes:
+                if q == 0:
+                    descs[3] = dict(op=Op.VEC, vmode=VecMode.PASS, enable=1, send=1, color=COLOR_DZ,
+                                    a_base=dz_base, a_stride=L, count=1, reps=units, group=C)
+                    info["late"] = (3,)
+                    r.append((COLOR_DZ, "RAMP", ["RAMP"] + (["E"] if Q > 1 else [])))
+                else:
+                    r.append((COLOR_DZ, "W", ["RAMP"] + (["E"] if q < Q - 1 else [])))
+            pes[(p, q)] = info
             routes[(p, q)] = r
-    plan = {"pes": pes, "routes": routes, "k_slices": k_slices, "edge_out": "N"}
-    loads = _sram_loads(pes, L, m=m, k=k, batch=batch, x16=x16, dz16=dz16)
+    plan = {"pes": pes, "routes": routes, "k_slices": k_slices, "edge_out": "N",
+            "dw": "lanes" if lanes else "dot"}
+    if lanes:
+        loads = _bw_lane_loads(pes, L, m=m, k=k, batch=batch, x16=x16, dz16=dz16)
+    else:
+        loads = _sram_loads(pes, L, m=m, k=k, batch=batch, x16=x16, dz16=dz16)
     adapters = [("G_ROW_LEN", [k]), ("G_COUNT", [m * k]),
                 ("G_BOUND", [sl.stop for sl in k_slices])]
     return _assemble(cfg, "backward-weight", plan, loads, adapters, "grads", 0,
                      max(i["sram"] for i in pes.values()))
+
+
+def _bw_lane_loads(pes, lanes, *, m, k, batch, x16=None, dz16=None):
+    """SRAM inputs of backward-weight on the lanes: every PE's ``X^T[B_p, K_q]`` at ``x_base``
+    (sample-major), the west PEs' ``dZ[M, B_p]`` at ``dz_base``."""
+    if x16 is not None:
+        x16 = _check_array("X", x16, (k, batch))
+    if dz16 is not None:
+        dz16 = _check_array("dZ", dz16, (m, batch))
+    loads = {}
+    for (p, q), info in pes.items():
+        b = slice(p * lanes, (p + 1) * lanes)
+        items = []
+        if x16 is not None:
+            items.append((info["x_base"], _upper(x16[info["k"].start:info["k"].stop, b].T)))
+        if dz16 is not None and q == 0:
+            items.append((info["dz_base"], _upper(dz16[:, b])))
+        loads[(p, q)] = items
+    return loads
 
 
 def compile_backward_data(cfg, *, m, k, batch, x16=None, dz16=None):

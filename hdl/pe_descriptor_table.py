@@ -7,7 +7,10 @@ FMAC/STORE unit counted one cycle after its last wavelet, in stage 1), the runni
 addresses ``aptr`` (FMAC: the operand row of the next wavelet; VEC: A of unit ``cnt``), ``bptr`` (VEC:
 B of unit ``cnt``), ``dptr`` (the destination of unit ``cnt``: FMAC ``dst_base + cnt*L``, STORE and
 VEC ``dst_base + (cnt - lo)*U`` once ``cnt >= lo``), and ``in_range`` (``lo <= cnt < hi``).
-Running addresses are 17 bits so an address past a 16-bit SRAM is seen, not wrapped.
+Running addresses are 17 bits so an address past a 16-bit SRAM is seen, not wrapped. ``group``
+(0 counts as 1) takes units in groups: an FMAC row ``n`` reads its operands from ``a_base + (n mod
+group)*L`` on (a row per L-word chunk, the chunks again for the next group), a VEC unit ``n``
+reads A at ``a_base + (n div group)*a_stride`` (``group`` units share one A vector).
 
 Ports:
 
@@ -92,6 +95,8 @@ class DescriptorTable(wiring.Component):
 
         # ---- run state -------------------------------------------------------------------------
         legal = Signal(T)
+        rep = [Signal(16, name=f"rep{t}") for t in range(T)]            # unit within its group
+        rbase = [Signal(PTR_BITS, name=f"rbase{t}") for t in range(T)]  # FMAC: this row's operands
         wd, vd = desc[self.w_t], desc[self.v_t]
         w_chain = self.w_run_end & wd.chain
         v_chain = self.v_run_end & vd.chain
@@ -110,24 +115,31 @@ class DescriptorTable(wiring.Component):
             stop = (((self.w_run_end | self.w_stop) & w_here) | ((self.v_run_end | self.v_stop) & v_here)
                     | written)
             m.d.comb += self.restart[t].eq(start | written)
+            group_end = rep[t] + 1 >= d.group
             with m.If(start):
-                m.d.sync += [self.active[t].eq(1), pos.eq(0), cnt.eq(0), done.eq(0),
-                             aptr.eq(d.a_base), bptr.eq(d.b_base), dptr.eq(d.dst_base)]
+                m.d.sync += [self.active[t].eq(1), pos.eq(0), cnt.eq(0), done.eq(0), rep[t].eq(0),
+                             aptr.eq(d.a_base), bptr.eq(d.b_base), dptr.eq(d.dst_base),
+                             rbase[t].eq(d.a_base)]
             with m.Else():
                 with m.If(stop):
                     m.d.sync += self.active[t].eq(0)
                 with m.If(self.w_step & w_here):
                     fmac = d.op == Op.FMAC
                     m.d.sync += pos.eq(Mux(self.w_unit_end, 0, pos + 1))
-                    m.d.sync += aptr.eq(Mux(self.w_unit_end, d.a_base, aptr + d.a_stride))
                     with m.If(self.w_unit_end):
-                        m.d.sync += cnt.eq(cnt + 1)
+                        next_row = Mux(group_end, d.a_base, rbase[t] + L)
+                        m.d.sync += [cnt.eq(cnt + 1), rep[t].eq(Mux(group_end, 0, rep[t] + 1)),
+                                     rbase[t].eq(next_row), aptr.eq(next_row)]
                         with m.If(fmac | self.in_range[t]):
                             m.d.sync += dptr.eq(dptr + L)
+                    with m.Else():
+                        m.d.sync += aptr.eq(aptr + d.a_stride)
                 with m.If(self.v_unit & v_here):
                     unit = Mux(d.vmode == VecMode.DOT, d.count, L)
-                    m.d.sync += [cnt.eq(cnt + 1), aptr.eq(aptr + d.a_stride),
-                                 bptr.eq(bptr + d.b_stride)]
+                    m.d.sync += [cnt.eq(cnt + 1), bptr.eq(bptr + d.b_stride),
+                                 rep[t].eq(Mux(group_end, 0, rep[t] + 1))]
+                    with m.If(group_end):
+                        m.d.sync += aptr.eq(aptr + d.a_stride)
                     with m.If(self.in_range[t]):
                         m.d.sync += dptr.eq(dptr + unit)
                 with m.If((self.w_inc & (self.w_inc_t == t)) | (self.v_unit & v_here)):

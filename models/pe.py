@@ -218,9 +218,9 @@ class PeModel:
 
     def _wavelet(self, color, data):
         """One wavelet on the wavelet engine. RANGE (after UNBOUND, DUP_COLOR, ACC_CONFLICT): FMAC
-        wavelet ``i`` of row ``n`` when ``a_base + i*a_stride + L > S``, or, for the row's last
-        wavelet, ``dst_base + n*L + L > S``; STORE wavelet ``j`` of vector ``n`` in ``[lo, hi)``
-        when ``dst_base + (n - lo)*L + j >= S``."""
+        wavelet ``i`` of row ``n`` when ``a_base + (n mod group)*L + i*a_stride + L > S`` (its
+        operands), or, for the row's last wavelet, ``dst_base + n*L + L > S``; STORE wavelet ``j``
+        of vector ``n`` in ``[lo, hi)`` when ``dst_base + (n - lo)*L + j >= S``."""
         matches = [t for t in range(self.T) if self.active[t]
                    and self.desc[t]["op"] in (Op.FMAC, Op.STORE) and self.desc[t]["color"] == color]
         if not matches:
@@ -236,7 +236,7 @@ class PeModel:
                 self._raise("ACC_CONFLICT", t)
                 return
             i = self.pos[t]
-            row = d["a_base"] + i * d["a_stride"]
+            row = d["a_base"] + (self.n[t] % max(d["group"], 1)) * L + i * d["a_stride"]
             dst = d["dst_base"] + self.n[t] * L
             last = i == d["count"] - 1
             if row + L > S or (last and dst + L > S):
@@ -314,7 +314,7 @@ class PeModel:
         n, mode = self.n[t], d["vmode"]
         dot = mode == VecMode.DOT
         unit = d["count"] if dot else L
-        a = d["a_base"] + (0 if dot else n * d["a_stride"])
+        a = d["a_base"] + (0 if dot else n // max(d["group"], 1) * d["a_stride"])
         b = d["b_base"] + n * d["b_stride"]
         store = d["store"] and d["lo"] <= n < d["hi"]
         dst = d["dst_base"] + (n - d["lo"]) * unit

@@ -39,7 +39,7 @@ words. Plain Python: no amaranth/cocotb.
 
 from dataclasses import dataclass
 
-from arch.pe_map import COMMIT_ORDER, DESC_WORDS, Op
+from arch.pe_map import DESC_WORDS
 from models.fabric import zero_load_latency
 from models.pe import COLOR_W as _COLOR_W
 from models.pe import DEP_TO_TX_CYCLES, unit_cycles
@@ -48,7 +48,7 @@ from models.swarmx import SwarmxTiming
 
 __all__ = ["RtlHardware", "PhaseCycles", "PLAYER_START_CYCLES", "RECORDER_COUNT_CYCLES",
            "GO_CYCLES", "config_cycles", "forward_run_cycles", "backward_data_run_cycles",
-           "backward_weight_run_cycles", "backward_weight_desc_counts", "commit_cycles",
+           "backward_weight_run_cycles", "backward_weight_desc_counts",
            "simulated_run_cycles", "step_schedule"]
 
 # A stream player's first transfer comes two cycles after its ``start`` pulse cycle: busy rises
@@ -165,21 +165,28 @@ def backward_weight_desc_counts(hw):
     return {(p, q): 1 if p == P - 1 else 3 for p in range(P) for q in range(hw.mesh_cols)}
 
 
-def backward_weight_run_cycles(m, k, hw):
-    """Lower bound of the backward-weight run cycles of an ``m x k`` layer: the north PE's
-    vector work that remains after ``go`` plus the path of its last word to the root recorder.
+def backward_weight_run_cycles(m, k, hw, *, lanes=False):
+    """Lower bound of the backward-weight run cycles of an ``m x k`` layer: the vector work of one
+    PE that remains after ``go`` plus the path of its last word to the root recorder.
 
-    The north PE of column ``q`` commits its DOT as the last write of its tile's descriptors;
-    after it come the other tiles' descriptors (raster order) and ``2 + Q`` adapter words, then
-    :data:`GO_CYCLES` until ``go``. Its last ADD's last word leaves one firing after the firing
-    starts, crosses to the north edge (``zero_load_latency(0)``), the reduce tree and the
-    recorder count."""
+    ``lanes=False`` (VEC DOT, ``compiler.wafer.dw_on_lanes`` false): the north PE of column ``q``
+    commits its DOT as the last write of its tile's descriptors; after it come the other tiles'
+    descriptors (raster order) and ``2 + Q`` adapter words, then :data:`GO_CYCLES` until ``go``;
+    it makes ``M |K_q|`` DOT words and, with ``P > 1``, ``M |K_q| / L`` chain ADDs.
+    ``lanes=True`` (partials on the lanes): the west PE of row 0 sends ``M C`` dZ vectors (``C =
+    |K_q| / L``) from the sender's commit, the last descriptor write before the adapter words, and
+    makes ``M C`` chain vectors (ADD, or PASS on one row). Either way its last vector's last word
+    leaves one firing after the firing starts, crosses to the north edge
+    (``zero_load_latency(0)``), the reduce tree and the recorder count."""
     _check_layer(m, k, hw)
     P, Q, L = hw.mesh_rows, hw.mesh_cols, hw.lanes
-    counts = backward_weight_desc_counts(hw)
-    tiles = sorted(counts)
     adapters = BW_ADAPTER_WORDS + Q
     tail = zero_load_latency(0) + hw.swarmx.reduce_latency + RECORDER_COUNT_CYCLES
+    if lanes:
+        work = 2 * m * (max(_split_sizes(k, Q)) // L) * unit_cycles(L)
+        return max(work - adapters - GO_CYCLES + tail, 1)
+    counts = backward_weight_desc_counts(hw)
+    tiles = sorted(counts)
     best = 0
     for q, kq in enumerate(_split_sizes(k, Q)):
         words = m * kq
@@ -189,34 +196,12 @@ def backward_weight_run_cycles(m, k, hw):
     return max(best, 1)
 
 
-def _commit_rank(d):
-    """The compiler's commit order inside a tile (``compiler.wafer._commit_order``): FMAC /
-    STORE, then VECs with dependencies or not enabled, then the other VECs; index breaks ties."""
-    if d.get("op") != Op.VEC:
-        return 0
-    return 1 if (d.get("dep_a_en") or d.get("dep_b_en") or not d.get("enable")) else 2
-
-
-def commit_cycles(plan, writes, hw):
-    """``{(p, q): {t: i}}``: the index of the configuration write that commits descriptor ``t``
-    of tile ``(p, q)`` in a backward-weight phase of ``writes`` words: descriptors are committed
-    tile by tile (raster order), each as ``DESC_WORDS`` words in ``COMMIT_ORDER``, in :func:`_commit_rank`
-    order, followed by the ``2 + Q`` adapter words."""
-    order = [(pq, t) for pq in sorted(plan["pes"])
-             for t in sorted(plan["pes"][pq]["descs"],
-                             key=lambda t, pq=pq: (_commit_rank(plan["pes"][pq]["descs"][t]), t))]
-    end = writes - (BW_ADAPTER_WORDS + hw.mesh_cols)
-    out = {}
-    for j, (pq, t) in enumerate(order):
-        out.setdefault(pq, {})[t] = end - DESC_WORDS * (len(order) - j) + COMMIT_ORDER.index(0)
-    return out
-
-
 def simulated_run_cycles(kind, plan, m, k, hw, *, writes=0, last=False):
     """Exact run cycles (no stalls) of a phase of ``kind`` (``"forward"``, ``"backward-data"``,
     ``"backward-weight"``) of an ``m x k`` layer from the compiler's ``plan``, by the closed-loop
-    cycle simulation. ``writes``: the phase's configuration words (backward-weight starts its DOTs
-    as they commit); ``last``: the logits layer (results out of the east edge)."""
+    cycle simulation. ``writes``: the phase's configuration words (backward-weight descriptors act
+    as they commit: write ``plan["commits"][(p, q)][t]``); ``last``: the logits layer (results out
+    of the east edge)."""
     _check_layer(m, k, hw)
     P, Q, L = hw.mesh_rows, hw.mesh_cols, hw.lanes
     col = [q for q, n in enumerate(_split_sizes(k, Q)) for _ in range(n)]
@@ -226,7 +211,7 @@ def simulated_run_cycles(kind, plan, m, k, hw, *, writes=0, last=False):
         # Cycles count so that write ``i`` transfers in cycle ``i - 1`` (what it commits acts
         # from cycle ``i``); ``go`` comes GO_CYCLES after the last write (cycle ``writes - 2``).
         done = simulate_phase(plan, mux_cols=[col[j] for _ in range(m) for j in range(k)],
-                              commits=commit_cycles(plan, writes, hw), **common)
+                              commits=plan["commits"], **common)
         go = writes - 2 + GO_CYCLES
         # ``done`` needs ``go`` low: at least one run cycle even if the words were all in before.
         return max(done + hw.swarmx.reduce_latency + RECORDER_COUNT_CYCLES - go, 1)
@@ -270,5 +255,6 @@ def step_schedule(dims, hw, phases):
     for l in range(n - 1, -1, -1):
         if l > 0:
             add("backward-data", l, backward_data_run_cycles(dims[l + 1], dims[l], hw)[0])
-        add("backward-weight", l, backward_weight_run_cycles(dims[l + 1], dims[l], hw))
+        lanes = phases.get(("backward-weight", l), (0, {}))[1].get("dw") == "lanes"
+        add("backward-weight", l, backward_weight_run_cycles(dims[l + 1], dims[l], hw, lanes=lanes))
     return out

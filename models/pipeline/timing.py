@@ -34,8 +34,8 @@ Backward, per row
     wavelet engine ``Kq * ceil(Bp / L)`` FMAC for dX (not for the first layer) + ``ceil(Bp / pk)``
     dZ wavelets + ``Kq`` incoming column partials (P > 1); the dW partials either as dot products
     on the vector unit (``dw_dot_product``, the PE RTL's DOT: ``Kq * ceil(Bp / L) * V``) or as FMAC
-    broadcasts of each dZ[m, b] over the PE's Kq inputs on the lanes (``Bp * ceil(Kq / L)`` more
-    wavelet-engine cycles); vector unit also ``ceil(Kq / L) * V`` for the column add-and-forward;
+    broadcasts of each dZ[m, b] over the PE's Kq inputs on the lanes (the PE RTL's kernel where
+    ``Kq`` is a multiple of L; ``Bp * ceil(Kq / L)`` more wavelet-engine cycles); vector unit also ``ceil(Kq / L) * V`` for the column add-and-forward;
     links: dZ multicast ``ceil(Bp / pk) / e``, dW column chain ``Kq / e``, gradient stream-out
     ``K / grad_words_per_cycle``; weights ``t_w``. Drain of a layer with dX: the mask and bf16
     rounding of the PE's dX tile, ``Kq * ceil(Bp / L) * V``. The gradient of a row reaches MemoryX
@@ -124,8 +124,9 @@ class TimingParams:
         Cycles a PE adds to an add-and-forward chain hop (one vector-unit ADD; ``None`` derives
         ``lanes + vector_overhead_cycles``).
     dw_dot_product : bool
-        Weight-gradient partials as dot products on the vector unit (the PE RTL's DOT, True) or as
-        FMAC broadcasts on the lanes (False).
+        Weight-gradient partials as dot products on the vector unit (True: the PE RTL's fallback,
+        VEC DOT) or as FMAC broadcasts on the lanes (False: the RTL's kernel where every column's
+        ``Kq`` is a multiple of ``lanes``, ``compiler.wafer.dw_on_lanes``).
     fp_add_latency : int
         Latency of the SwarmX adders: ``Config.fp_latency`` (``hdl/fp32_add.py``; default 2).
     swarmx_bcast_latency, swarmx_reduce_latency : int
@@ -163,7 +164,7 @@ class TimingParams:
     router_io_latency: int = 2
     vector_overhead_cycles: int = 3
     chain_add_latency: int = None
-    dw_dot_product: bool = True
+    dw_dot_product: bool = False
     fp_add_latency: int = 2
     swarmx_bcast_latency: int = 1
     swarmx_reduce_latency: int = None

@@ -74,7 +74,7 @@ def test_descriptor_encode_decode_round_trip():
 def test_descriptor_word_layout():
     """Word 0: op:2 vmode:2 flags:8 color:5 next:5 dep_a:5 dep_b:5; words 1..5: 16-bit pairs."""
     w = encode(op=Op.VEC, vmode=3, enable=1, dep_b_en=1, color=17, next=2, dep_a=3, dep_b=31,
-               a_base=0x1234, a_stride=0x5678, hi=0xBEEF, reserved=1)
+               a_base=0x1234, a_stride=0x5678, hi=0xBEEF, group=1)
     assert w[0] == 3 | (3 << 2) | (1 << 4) | (1 << 11) | (17 << 12) | (2 << 17) | (3 << 22) | (31 << 27)
     assert w[1] == 0x1234 | (0x5678 << 16) and w[5] == 0xBEEF | (1 << 16)
 

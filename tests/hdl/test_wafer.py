@@ -139,20 +139,40 @@ def test_wafer_forward_last_layer():
               status_reads(cfg, phase, FAULT=0, ACTIVE=0), gap=0.2, stall=0.3)
 
 
-@pytest.mark.parametrize("rows,cols,m,k", [(3, 2, 4, 7)])
-def test_wafer_backward_weight(rows, cols, m, k):
-    """dW = dZ X^T: DOT partials per PE, column chain south to north, rows of dW out of the
+@pytest.mark.parametrize("rows,cols,m,k,dw", [(3, 2, 4, 7, "dot"), (3, 2, 5, 16, "lanes")])
+def test_wafer_backward_weight(rows, cols, m, k, dw):
+    """dW = dZ X^T: partials per PE (FMAC broadcasts of dZ on the lanes when every column holds a
+    multiple of L features, else VEC DOT), column chain south to north, rows of dW out of the
     gradient mux as SwarmX TaggedWords (last on the final word), = kernels.backward_weight."""
     cfg = preset("system", mesh_rows=rows, mesh_cols=cols)
     batch = rows * cfg.lanes
     _, x16, dz16 = random_layer(np.random.default_rng(rows * 7 + k), m, k, batch)
     phase = compile_backward_weight(cfg, m=m, k=k, batch=batch, x16=x16, dz16=dz16)
+    assert phase.plan["dw"] == dw
     dw = kernels.backward_weight(dz16, x16, (rows, cols)).view(np.uint32).ravel()
     words = [pack_tagged(int(v), i == len(dw) - 1) for i, v in enumerate(dw)]
     reads = status_reads(cfg, phase, FAULT=0, ACTIVE=0)
     reads.append((adapter_base() + ADAPTER["G_SENT"], m * k))
-    run_phase(cfg, f"wafer_bw_{rows}x{cols}", phase, [], {"grads": words}, reads,
-              stall=0.3 if rows == 3 else 0.0)
+    run_phase(cfg, f"wafer_bw_{rows}x{cols}", phase, [], {"grads": words}, reads, stall=0.3)
+
+
+def test_backward_weight_on_the_lanes_commits_the_senders_last():
+    """The west PEs' dZ senders start sending when committed, so they commit after every other
+    descriptor of every tile and before the adapter words; each commit index is a write of the
+    descriptor's word 0 with an operation in it."""
+    from arch.pe_map import desc_addr
+    cfg = preset("system", mesh_rows=2, mesh_cols=2)
+    phase = compile_backward_weight(cfg, m=4, k=16, batch=8)
+    bits = mesh_tile_addr_bits(cfg.sram_words, cfg.num_tasks)
+    commits = phase.plan["commits"]
+    senders = [commits[(p, 0)][3] for p in range(2)]
+    others = [i for pq, ts in commits.items() for t, i in ts.items() if not (pq[1] == 0 and t == 3)]
+    assert min(senders) > max(others) and max(senders) < len(phase.writes) - 4
+    for (p, q), ts in commits.items():
+        for t, i in ts.items():
+            addr, word = phase.writes[i]
+            assert addr == tile_address(cfg.mesh_cols, p, q, CORE_BASE + desc_addr(cfg.sram_words, t), bits)
+            assert word & 3, f"tile {(p, q)} descriptor {t}: the commit write holds a NOP"
 
 
 def test_wafer_backward_data():

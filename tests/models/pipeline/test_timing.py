@@ -117,7 +117,8 @@ def test_worked_example_by_hand():
     tp = TimingParams(mesh_rows=2, mesh_cols=2, lanes=1, weight_words_per_cycle=64, grad_words_per_cycle=32,
                       hop_latency=1, router_io_latency=2, vector_overhead_cycles=2, swarmx_bcast_latency=1,
                       swarmx_reduce_latency=7, link_latency=10, memoryx_stream_latency=20,
-                      memoryx_update_bytes_per_cycle=30, memoryx_update_latency=5, host_loss_cycles=100)
+                      memoryx_update_bytes_per_cycle=30, memoryx_update_latency=5, host_loss_cycles=100,
+                      dw_dot_product=True)
     assert tp.chain_add_latency == 3                          # one vector-unit ADD: L + 2 here
     st = step_timing((4, 4, 2), 4, 1, tp)
     # Kq = 2, Bp = 2, V = 3. Weights max(4/64, 2) = 2 per row, links 2 per row.
