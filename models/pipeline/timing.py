@@ -33,9 +33,10 @@ Host
 Backward, per row
     wavelet engine ``Kq * ceil(Bp / L)`` FMAC for dX (not for the first layer) + ``ceil(Bp / pk)``
     dZ wavelets + ``Kq`` incoming column partials (P > 1); the dW partials either as dot products
-    on the vector unit (``dw_dot_product``, the PE RTL's DOT: ``Kq * ceil(Bp / L) * V``) or as FMAC
-    broadcasts of each dZ[m, b] over the PE's Kq inputs on the lanes (the PE RTL's kernel where
-    ``Kq`` is a multiple of L; ``Bp * ceil(Kq / L)`` more wavelet-engine cycles); vector unit also ``ceil(Kq / L) * V`` for the column add-and-forward;
+    on the vector unit (``dw_dot_product``, the PE RTL's fallback DOT: ``Kq * ceil(Bp / L) * V``) or
+    as FMAC broadcasts of each dZ[m, b] over the PE's Kq inputs on the lanes (the PE RTL's kernel
+    where ``Kq`` is a multiple of L; ``Bp * ceil(Kq / L)`` more wavelet-engine cycles); vector unit
+    also ``ceil(Kq / L) * V`` for the column add-and-forward;
     links: dZ multicast ``ceil(Bp / pk) / e``, dW column chain ``Kq / e``, gradient stream-out
     ``K / grad_words_per_cycle``; weights ``t_w``. Drain of a layer with dX: the mask and bf16
     rounding of the PE's dX tile, ``Kq * ceil(Bp / L) * V``. The gradient of a row reaches MemoryX
