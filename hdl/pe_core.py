@@ -28,13 +28,14 @@ configuration reads) and the vector unit's; every write goes to both, the wavele
 Operations (L = lanes; ``n`` = unit index, from 0, of a run of ``reps`` units)
 ----------------------------------------------------------------------------
 ``FMAC`` (wavelet, ``color``): wavelet ``i`` of row ``n`` (w = its upper 16 bits):
-    ``acc[0:L] = fp32_add(acc, bf16_mul(w, mem[a_base + i*a_stride + 0:L]))``; after wavelet
+    ``acc[0:L] = fp32_add(acc, bf16_mul(w, mem[a_base + (n mod G)*L + i*a_stride + 0:L]))``
+    (``G = group``, 0 counts as 1: rows cycle over L-word operand chunks); after wavelet
     ``count - 1`` the row is written to ``mem[dst_base + n*L + 0:L]`` and acc restarts from +0.0.
     One wavelet per cycle, every lane one FMAC per cycle, no bubble between rows.
 ``STORE`` (wavelet, ``color``): word ``j`` of vector ``n`` goes to ``mem[dst_base + (n-lo)*L + j]``
     when ``lo <= n < hi`` (index range filter), else it is dropped; one wavelet per cycle.
 ``VEC`` (counter triggered): vector ``n`` fires once ``done[dep_a] > n`` (if ``dep_a_en``) and
-    ``done[dep_b] > n`` (if ``dep_b_en``). With ``A = mem[a_base + n*a_stride + 0:L]`` and
+    ``done[dep_b] > n`` (if ``dep_b_en``). With ``A = mem[a_base + (n div G)*a_stride + 0:L]`` and
     ``B = mem[b_base + n*b_stride + 0:L]``, element ``j`` is ``PASS: A[j]``, ``ADD: A[j] + B[j]``
     (add-and-forward of a reduction chain), ``MASK: B[j]`` where bf16 ``A[j]`` has sign 0 and is
     not zero, else +0.0 (the ReLU mask of backward); ``DOT`` makes ``count`` words per vector,
