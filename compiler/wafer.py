@@ -33,11 +33,11 @@ from models import pe
 
 __all__ = ["WaferCompileError", "WaferPhase", "compile_forward", "compile_backward_weight",
            "compile_backward_data", "forward_expected_outputs", "logits_expected_outputs",
-           "COLOR_GRAD", "COLOR_DX0", "COLOR_DZ", "dw_on_lanes", "split_dx"]
+           "COLOR_GRAD", "COLOR_DX0", "COLOR_DZ", "dw_on_lanes", "backward_weight_west_in", "split_dx"]
 
 FORWARD_COLORS = 4      # weights, psum chain, results (models.pe.COLOR_*), gradient chain
 COLOR_GRAD = 3          # the backward-weight column chain (south to north)
-COLOR_DZ = 1            # backward-weight on the lanes: dZ along each row
+COLOR_DZ = 1            # backward-weight on the lanes: dZ from the west edge along each row
 COLOR_DX0 = 4           # backward-data: column q sends dZ_prev west on COLOR_DX0 + q
 FORWARD_TASKS = 4       # descriptors 0..3 of models.pe.forward_kernel
 # Descriptor count/reps/lo/hi fields and the adapter counters bound M and K.
@@ -52,12 +52,14 @@ class WaferCompileError(ValueError):
 class WaferPhase:
     """One compiled phase: ``writes`` ``[(addr, word)]`` for the wafer's config bus (routes and
     SRAM first, then descriptors (:func:`_desc_writes`), then adapters), ``plan`` (models.pe plan),
-    ``out_edge`` (``"west"``/``"east"``), ``weight_words`` (the weight stream's length)."""
+    ``out_edge`` (``"west"``/``"east"``), ``weight_words`` (the weight stream's length),
+    ``west_in`` (``{p: wavelet words}`` the host sends into the west edge of row p, or empty)."""
     name: str
     writes: list = field(default_factory=list)
     plan: dict = field(default_factory=dict)
     out_edge: str = "west"
     weight_words: int = 0
+    west_in: dict = field(default_factory=dict)
 
 
 def _check_fit(cfg, *, m, k, batch):
@@ -103,19 +105,16 @@ def _commit_order(descs):
 
 def _desc_writes(cfg, plan, bits):
     """First stop every descriptor slot of every PE (word 0 = NOP), then commit the phase's
-    descriptors tile by tile (north-west first), each in :func:`_commit_order`; the descriptors a
-    PE lists in ``late`` are committed after every tile's others (they start sending at once)."""
+    descriptors tile by tile (north-west first), each in :func:`_commit_order`."""
     out = []
     S, T, Q = cfg.sram_words, cfg.num_tasks, cfg.mesh_cols
     for (p, q) in sorted(plan["pes"]):
         out += [(tile_address(Q, p, q, CORE_BASE + desc_addr(S, t), bits), 0) for t in range(T)]
-    late = []
     for (p, q), info in sorted(plan["pes"].items()):
         for t in _commit_order(info["descs"]):
-            (late if t in info.get("late", ()) else out).extend(
-                descriptor_writes(tile_address(Q, p, q, CORE_BASE + desc_addr(S, t), bits),
-                                  encode(**info["descs"][t])))
-    return out + late
+            out += descriptor_writes(tile_address(Q, p, q, CORE_BASE + desc_addr(S, t), bits),
+                                     encode(**info["descs"][t]))
+    return out
 
 
 def _commit_indices(cfg, plan, writes, bits):
@@ -241,13 +240,13 @@ def compile_backward_weight(cfg, *, m, k, batch, x16=None, dz16=None):
     final word).
 
     Partials, when :func:`dw_on_lanes`: **FMAC broadcasts on the lanes**. PE(p, q) holds ``X^T``
-    (``x_base``: for each sample b of ``B_p``, its ``|K_q|`` features), the west PE of row p also
-    ``dZ[M, B_p]`` (``dz_base``, one vector per m). The west PE's sender (VEC PASS, ``group = C
-    = |K_q| / L``, committed after every tile so the row is ready) sends each dZ vector ``C`` times
-    on ``COLOR_DZ``, east along the row and back into its own RAMP; every PE's FMAC (``count = L``
-    wavelets b per row, ``group = C``) makes row ``n = m*C + c`` the L features ``c*L ..`` of
-    ``partial[m]``. Otherwise a **VEC DOT** per output row over the stored ``X[K_q, B_p]`` (one
-    vector per k) and ``dZ[M, B_p]`` (every PE). With ``x16`` / ``dz16`` the writes load them."""
+    (``x_base``: for each sample b of ``B_p``, its ``|K_q|`` features); the host sends ``dZ`` into
+    the west edge of row p (``west_in[p]``, :func:`backward_weight_west_in`: each ``dZ[m, B_p]``
+    vector ``C = |K_q| / L`` times, on ``COLOR_DZ``), multicast east along the row into every
+    RAMP; every PE's FMAC (``count = L`` wavelets b per row, ``group = C``) makes row ``n = m*C +
+    c`` the L features ``c*L ..`` of ``partial[m]``. Otherwise a **VEC DOT** per output row over
+    the stored ``X[K_q, B_p]`` (one vector per k) and ``dZ[M, B_p]`` (every PE). With ``x16`` /
+    ``dz16`` the writes load them (on the lanes ``dz16`` gives ``west_in`` instead)."""
     _check_fit(cfg, m=m, k=k, batch=batch)
     P, Q, L = cfg.mesh_rows, cfg.mesh_cols, cfg.lanes
     k_slices = pe._split(k, Q)
@@ -265,7 +264,7 @@ def compile_backward_weight(cfg, *, m, k, batch, x16=None, dz16=None):
         for q in range(Q):
             kq = k_slices[q]
             dz_base = x_base + len(kq) * L
-            part_base = dz_base + m * L
+            part_base = dz_base + (0 if lanes else m * L)       # on the lanes dZ is not stored
             in_base = part_base + words[q]
             south = p == P - 1
             if lanes:
@@ -298,43 +297,49 @@ def compile_backward_weight(cfg, *, m, k, batch, x16=None, dz16=None):
             if not south:
                 r.append((COLOR_GRAD, "S", ["RAMP"]))
             if lanes:
-                if q == 0:
-                    descs[3] = dict(op=Op.VEC, vmode=VecMode.PASS, enable=1, send=1, color=COLOR_DZ,
-                                    a_base=dz_base, a_stride=L, count=1, reps=units, group=C)
-                    info["late"] = (3,)
-                    r.append((COLOR_DZ, "RAMP", ["RAMP"] + (["E"] if Q > 1 else [])))
-                else:
-                    r.append((COLOR_DZ, "W", ["RAMP"] + (["E"] if q < Q - 1 else [])))
+                r.append((COLOR_DZ, "W", ["RAMP"] + (["E"] if q < Q - 1 else [])))
             pes[(p, q)] = info
             routes[(p, q)] = r
     plan = {"pes": pes, "routes": routes, "k_slices": k_slices, "edge_out": "N",
             "dw": "lanes" if lanes else "dot"}
+    if lanes:       # the host's dZ stream into each row's west edge: (color, wavelets)
+        plan["west_in"] = {p: (COLOR_DZ, m * len(k_slices[0])) for p in range(P)}
     if lanes:
-        loads = _bw_lane_loads(pes, L, m=m, k=k, batch=batch, x16=x16, dz16=dz16)
+        loads = _bw_lane_loads(pes, L, k=k, batch=batch, x16=x16)
     else:
         loads = _sram_loads(pes, L, m=m, k=k, batch=batch, x16=x16, dz16=dz16)
     adapters = [("G_ROW_LEN", [k]), ("G_COUNT", [m * k]),
                 ("G_BOUND", [sl.stop for sl in k_slices])]
-    return _assemble(cfg, "backward-weight", plan, loads, adapters, "grads", 0,
-                     max(i["sram"] for i in pes.values()))
+    phase = _assemble(cfg, "backward-weight", plan, loads, adapters, "grads", 0,
+                      max(i["sram"] for i in pes.values()))
+    if lanes and dz16 is not None:
+        phase.west_in = backward_weight_west_in(cfg, m=m, k=k, batch=batch, dz16=dz16)
+    return phase
 
 
-def _bw_lane_loads(pes, lanes, *, m, k, batch, x16=None, dz16=None):
+def backward_weight_west_in(cfg, *, m, k, batch, dz16):
+    """``{p: wavelets}`` the host sends into the west edge of row p for backward-weight on the
+    lanes: for each m ascending, ``C = |K_q| / L`` times, ``dZ[m, B_p]`` (b ascending; bf16 in the
+    upper half, color ``COLOR_DZ``)."""
+    L = cfg.lanes
+    dz16 = _check_array("dZ", dz16, (m, batch))
+    C = len(pe._split(k, cfg.mesh_cols)[0]) // L
+    out = {}
+    for p in range(cfg.mesh_rows):
+        rows = np.repeat(np.asarray(dz16[:, p * L:(p + 1) * L], dtype=np.uint64), C, axis=0)
+        out[p] = pack_wavelet(rows.ravel() << np.uint64(16), COLOR_DZ)
+    return out
+
+
+def _bw_lane_loads(pes, lanes, *, k, batch, x16=None):
     """SRAM inputs of backward-weight on the lanes: every PE's ``X^T[B_p, K_q]`` at ``x_base``
-    (sample-major), the west PEs' ``dZ[M, B_p]`` at ``dz_base``."""
+    (sample-major)."""
+    loads = {pq: [] for pq in pes}
     if x16 is not None:
         x16 = _check_array("X", x16, (k, batch))
-    if dz16 is not None:
-        dz16 = _check_array("dZ", dz16, (m, batch))
-    loads = {}
-    for (p, q), info in pes.items():
-        b = slice(p * lanes, (p + 1) * lanes)
-        items = []
-        if x16 is not None:
-            items.append((info["x_base"], _upper(x16[info["k"].start:info["k"].stop, b].T)))
-        if dz16 is not None and q == 0:
-            items.append((info["dz_base"], _upper(dz16[:, b])))
-        loads[(p, q)] = items
+        for (p, q), info in pes.items():
+            b = slice(p * lanes, (p + 1) * lanes)
+            loads[(p, q)].append((info["x_base"], _upper(x16[info["k"].start:info["k"].stop, b].T)))
     return loads
 
 

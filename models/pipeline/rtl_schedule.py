@@ -173,18 +173,21 @@ def backward_weight_run_cycles(m, k, hw, *, lanes=False):
     commits its DOT as the last write of its tile's descriptors; after it come the other tiles'
     descriptors (raster order) and ``2 + Q`` adapter words, then :data:`GO_CYCLES` until ``go``;
     it makes ``M |K_q|`` DOT words and, with ``P > 1``, ``M |K_q| / L`` chain ADDs.
-    ``lanes=True`` (partials on the lanes): the west PE of row 0 sends ``M C`` dZ vectors (``C =
-    |K_q| / L``) from the sender's commit, the last descriptor write before the adapter words, and
-    makes ``M C`` chain vectors (ADD, or PASS on one row). Either way its last vector's last word
-    leaves one firing after the firing starts, crosses to the north edge
-    (``zero_load_latency(0)``), the reduce tree and the recorder count."""
+    ``lanes=True`` (partials on the lanes): the host's dZ stream starts at the west edge
+    :data:`PLAYER_START_CYCLES` ``+ 1`` cycles after ``go``; a north PE then takes ``M |K_q|`` dZ
+    wavelets and, with ``P > 1``, as many incoming partial sums through its RAMP port (one per
+    cycle), and makes ``M C`` chain vectors (``C = |K_q| / L``; ADD, or PASS on one row), the
+    larger of the two. Either way the last vector's last word leaves one firing after the firing
+    starts, crosses to the north edge (``zero_load_latency(0)``), the reduce tree and the recorder
+    count."""
     _check_layer(m, k, hw)
     P, Q, L = hw.mesh_rows, hw.mesh_cols, hw.lanes
     adapters = BW_ADAPTER_WORDS + Q
     tail = zero_load_latency(0) + hw.swarmx.reduce_latency + RECORDER_COUNT_CYCLES
     if lanes:
-        work = 2 * m * (max(_split_sizes(k, Q)) // L) * unit_cycles(L)
-        return max(work - adapters - GO_CYCLES + tail, 1)
+        kq = max(_split_sizes(k, Q))
+        ramp = m * kq * (2 if P > 1 else 1)
+        return PLAYER_START_CYCLES + 1 + max(ramp, m * kq // L * unit_cycles(L)) + tail
     counts = backward_weight_desc_counts(hw)
     tiles = sorted(counts)
     best = 0
@@ -210,9 +213,10 @@ def simulated_run_cycles(kind, plan, m, k, hw, *, writes=0, last=False):
     if kind == "backward-weight":
         # Cycles count so that write ``i`` transfers in cycle ``i - 1`` (what it commits acts
         # from cycle ``i``); ``go`` comes GO_CYCLES after the last write (cycle ``writes - 2``).
-        done = simulate_phase(plan, mux_cols=[col[j] for _ in range(m) for j in range(k)],
-                              commits=plan["commits"], **common)
         go = writes - 2 + GO_CYCLES
+        done = simulate_phase(plan, mux_cols=[col[j] for _ in range(m) for j in range(k)],
+                              commits=plan["commits"], west_in=plan.get("west_in"),
+                              west_first=go + PLAYER_START_CYCLES + 1, **common)
         # ``done`` needs ``go`` low: at least one run cycle even if the words were all in before.
         return max(done + hw.swarmx.reduce_latency + RECORDER_COUNT_CYCLES - go, 1)
     if kind == "forward":

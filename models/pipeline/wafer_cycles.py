@@ -182,7 +182,7 @@ def _fabric(rows, cols, num_colors, vc_depth, routes):
 
 def simulate_phase(plan, *, rows, cols, lanes, sram_banks, num_colors, vc_depth, stream_cols=(),
                    weight_color=0, first=0, sinks=None, mux_cols=(), commits=None,
-                   max_cycles=1_000_000):
+                   west_in=None, west_first=0, max_cycles=1_000_000):
     """Simulate a phase; returns the cycle of the last transfer out of the mesh.
 
     ``plan``: ``{"pes": {(p, q): {"descs": ...}}, "routes": {(p, q): [(color, in, [outs])]}}``
@@ -194,6 +194,9 @@ def simulate_phase(plan, *, rows, cols, lanes, sram_banks, num_colors, vc_depth,
     (the mux is ready for the north output of that column only; its sink is always ready);
     ``commits``: ``{(p, q): {t: cycle}}`` descriptors that commit during the phase (from that
     cycle on they are legal, and active if enabled); the others are committed before cycle 0.
+    ``west_in``: ``{p: (color, words)}`` the host plays into the west edge of row p (a player like
+    the weight leaf: word ``i`` from cycle ``west_first + i``, or the cycle after word ``i - 1``
+    was taken if later).
     """
     fabric = _fabric(rows, cols, num_colors, vc_depth, plan["routes"])
     commits = commits or {}
@@ -206,6 +209,7 @@ def simulate_phase(plan, *, rows, cols, lanes, sram_banks, num_colors, vc_depth,
     ramp_out = {(p, q, Port.RAMP): pq for pq in pes for p, q in [pq]}
     words = deque(enumerate(stream_cols))
     avail = first
+    west = {p: [color, n, 0, west_first] for p, (color, n) in (west_in or {}).items()}   # left, taken, avail
     last_sink = None
     for t in range(max_cycles):
         for pe in pes.values():
@@ -213,6 +217,9 @@ def simulate_phase(plan, *, rows, cols, lanes, sram_banks, num_colors, vc_depth,
         inputs = {}
         if words and t >= avail:
             inputs[(0, words[0][1], Port.N)] = [(0, weight_color, 0)]
+        for p, (color, left, _, at) in west.items():
+            if left and t >= at:
+                inputs[(p, 0, Port.W)] = [(0, color, 0)]
         for (p, q), pe in pes.items():
             if pe.tx is not None:
                 inputs[(p, q, Port.RAMP)] = [(0, pe.tx, 0)]
@@ -221,6 +228,11 @@ def simulate_phase(plan, *, rows, cols, lanes, sram_banks, num_colors, vc_depth,
         if words and accepted.get((0, words[0][1], Port.N)):
             words.popleft()
             avail = max(first + (len(stream_cols) - len(words)), t + 1)
+        for p, w in west.items():
+            if w[1] and accepted.get((p, 0, Port.W)):
+                w[1] -= 1
+                w[2] += 1
+                w[3] = max(west_first + w[2], t + 1)
         rx = {}
         for _, port, (_, color, _) in delivered:
             if port in ramp_out:
@@ -235,7 +247,8 @@ def simulate_phase(plan, *, rows, cols, lanes, sram_banks, num_colors, vc_depth,
                 raise ValueError(f"a wavelet of color {color} left the mesh at {port}")
         for (p, q), pe in pes.items():
             pe.cycle(rx.get((p, q)), bool(accepted.get((p, q, Port.RAMP))))
-        if not words and not mux and all(n <= 0 for n in sink_left.values()):
+        if (not words and not mux and all(n <= 0 for n in sink_left.values())
+                and not any(w[1] for w in west.values())):
             if any(n < 0 for n in sink_left.values()):
                 raise ValueError(f"sinks received extra words: {sink_left}")
             return last_sink

@@ -6,16 +6,19 @@ per-cycle path.
 
     bcast_player --> System.weights            System.grads --> root_rec
     cfg_player<n> --> System.cfg[n]            (one (addr, data) write per cycle)
+    west_player<n>_<p> --> System.west_in[n][p]
     System.west_out[n][p] --> west_rec<n>_<p>  System.east_out[n][p] --> east_rec<n>_<p>
 
 A phase is two pulses: ``start`` clears the recorders and starts the configuration players
 (``cfg_count`` writes each, all wafers the same count); when ``cfg_done`` is high, ``go`` starts
-the broadcast player (``bcast_count`` words); ``done`` (registered) rises when every player has
+the broadcast player (``bcast_count`` words) and the west players (``west_in_count`` wavelets each,
+the host's input at the west edge of every mesh row); ``done`` (registered) rises when every player has
 finished and ``root_rec`` holds ``root_count`` words and every west / east recorder holds
 ``west_count`` / ``east_count``. ``cfg_cycles``: cycles from ``start`` until the configuration
 players finished; ``run_cycles``: cycles from ``go`` until ``done``'s condition first held.
 ``overflow`` (a recorder overflowed), ``error`` (SwarmX last mismatch or a router error),
-``fault`` (a PE core fault). ``stall`` (0..255): LFSR stalls at the weight player and recorders.
+``fault`` (a PE core fault). ``stall`` (0..255): LFSR stalls at the weight and west players and
+the recorders.
 ``bcast_first`` / ``bcast_last``: cycle stamps of the weight player's first and last transfer.
 
 ``auto_go`` (for testbenches that react only at clock edges, ``sim/harness/system_tb.py``): when
@@ -49,12 +52,13 @@ def cfg_word(addr, value):
 
 
 class RtlSystemHarness(wiring.Component):
-    def __init__(self, cfg, *, cfg_depth, bcast_depth, root_depth, edge_depth):
+    def __init__(self, cfg, *, cfg_depth, bcast_depth, root_depth, edge_depth, west_in_depth):
         self._cfg = cfg
-        self._depths = cfg_depth, bcast_depth, root_depth, edge_depth
+        self._depths = cfg_depth, bcast_depth, root_depth, edge_depth, west_in_depth
         super().__init__({
             "start": In(1), "go": In(1), "auto_go": In(1), "cfg_count": In(32), "bcast_count": In(32),
-            "root_count": In(32), "west_count": In(32), "east_count": In(32), "stall": In(8),
+            "west_in_count": In(32), "root_count": In(32), "west_count": In(32), "east_count": In(32),
+            "stall": In(8),
             "cfg_done": Out(1), "done": Out(1), "overflow": Out(1), "error": Out(1),
             "fault": Out(1), "cfg_cycles": Out(32), "run_cycles": Out(32),
             "bcast_first": Out(32), "bcast_last": Out(32),
@@ -64,7 +68,7 @@ class RtlSystemHarness(wiring.Component):
         m = Module()
         cfg = self._cfg
         n, P = cfg.swarmx_leaves, cfg.mesh_rows
-        cfg_depth, bcast_depth, root_depth, edge_depth = self._depths
+        cfg_depth, bcast_depth, root_depth, edge_depth, west_in_depth = self._depths
         m.submodules.system = system = System(cfg)
         m.submodules.bcast_player = bp = StreamPlayer(TaggedWord, bcast_depth, seed=0x1D)
         m.submodules.root_rec = rr = StreamRecorder(TaggedWord, root_depth, seed=0x2B)
@@ -80,7 +84,7 @@ class RtlSystemHarness(wiring.Component):
         m.d.comb += [bp.start.eq(go), bp.count.eq(self.bcast_count), bp.stall.eq(self.stall),
                      self.bcast_first.eq(bp.first_stamp), self.bcast_last.eq(bp.last_stamp)]
 
-        cfg_busy, complete, overflow = 0, rr.count == self.root_count, rr.overflow
+        cfg_busy, play_busy, complete, overflow = 0, bp.busy, rr.count == self.root_count, rr.overflow
         recorders = [rr]
         for i in range(n):
             cp = StreamPlayer(CfgWrite, cfg_depth, seed=0x33 + i)
@@ -91,6 +95,11 @@ class RtlSystemHarness(wiring.Component):
                          bus.wdata.eq(cp.o.payload.data), bus.we.eq(cp.o.valid)]
             cfg_busy = cfg_busy | cp.busy
             for p in range(P):
+                wp = StreamPlayer(Wavelet, west_in_depth, seed=0x201 + 17 * i + 5 * p)
+                m.submodules[f"west_player{i}_{p}"] = wp
+                wiring.connect(m, wp.o, system.west_in[i][p])
+                m.d.comb += [wp.start.eq(go), wp.count.eq(self.west_in_count), wp.stall.eq(self.stall)]
+                play_busy = play_busy | wp.busy
                 for side, count in (("west", self.west_count), ("east", self.east_count)):
                     rec = StreamRecorder(Wavelet, edge_depth, seed=0x101 + 17 * i + 5 * p)
                     m.submodules[f"{side}_rec{i}_{p}"] = rec
@@ -104,7 +113,7 @@ class RtlSystemHarness(wiring.Component):
         cfg_finished = Signal()
         m.d.comb += cfg_finished.eq(~cfg_busy & ~self.start)
         finished = Signal()
-        m.d.comb += finished.eq(cfg_finished & ~bp.busy & ~go & complete)
+        m.d.comb += finished.eq(cfg_finished & ~play_busy & ~go & complete)
         m.d.sync += [self.cfg_done.eq(cfg_finished), self.done.eq(finished),
                      self.overflow.eq(overflow)]
         with m.If(self.start):

@@ -7,12 +7,13 @@ harness's outputs are read at the edge (their values in the cycle that ends), ne
 delay. The phase runs with ``auto_go`` (the harness raises ``go`` in the first cycle ``cfg_done``
 is high), so its cycle counts equal those of the cocotb bench.
 
-Plusargs: ``+data=<dir>`` (files below), ``+cfg_count=`` ``+bcast_count=`` ``+root_count=``
+Plusargs: ``+data=<dir>`` (files below), ``+cfg_count=`` ``+bcast_count=`` ``+west_in_count=`` ``+root_count=``
 ``+west_count=`` ``+east_count=`` ``+stall=`` (as the harness ports), ``+budget=`` (cycles after
 reset before the phase is given up: ``timeout 1`` in the status).
 
-Files in ``<dir>``: inputs ``cfg<i>.hex`` (wafer i's configuration player, ``cfg_count`` words)
-and ``bcast.hex`` (``bcast_count`` tagged weight words), read with ``$readmemh`` into the players'
+Files in ``<dir>``: inputs ``cfg<i>.hex`` (wafer i's configuration player, ``cfg_count`` words),
+``bcast.hex`` (``bcast_count`` tagged weight words) and ``west_in<i>_<p>.hex`` (``west_in_count``
+wavelets into row p of wafer i), read with ``$readmemh`` into the players'
 memories after reset; outputs ``root.hex``, ``west<i>_<p>.hex``, ``east<i>_<p>.hex`` (the first
 ``count`` words of each recorder's memory, ``$writememh``, only when the count is non-zero) and
 ``status.txt``: one line ``cfg_cycles run_cycles bcast_first bcast_last fault error overflow
@@ -35,7 +36,8 @@ def system_tb_text(dut, systems, rows):
         "`timescale 1ns/1ps",
         "module system_tb;",
         "  reg clk = 0; reg rst = 1; reg start = 0; reg go = 0;",
-        "  reg [31:0] cfg_count = 0, bcast_count = 0, root_count = 0, west_count = 0, east_count = 0;",
+        "  reg [31:0] cfg_count = 0, bcast_count = 0, west_in_count = 0, root_count = 0, west_count = 0;",
+        "  reg [31:0] east_count = 0;",
         "  reg [31:0] budget = 0; reg [7:0] stall = 0;",
         "  wire cfg_done, done, overflow, error, fault;",
         "  wire [31:0] cfg_cycles, run_cycles, bcast_first, bcast_last;",
@@ -43,16 +45,16 @@ def system_tb_text(dut, systems, rows):
         "  integer f, state = 0, cycle = 0, timeout = 0;",
         "  always #5 clk = ~clk;",
         f"  {dut} dut (.clk(clk), .rst(rst), .start(start), .go(go), .auto_go(1'b1),",
-        "    .cfg_count(cfg_count), .bcast_count(bcast_count), .root_count(root_count),",
-        "    .west_count(west_count), .east_count(east_count), .stall(stall),",
+        "    .cfg_count(cfg_count), .bcast_count(bcast_count), .west_in_count(west_in_count),",
+        "    .root_count(root_count), .west_count(west_count), .east_count(east_count), .stall(stall),",
         "    .cfg_done(cfg_done), .done(done), .overflow(overflow), .error(error), .fault(fault),",
         "    .cfg_cycles(cfg_cycles), .run_cycles(run_cycles), .bcast_first(bcast_first),",
         "    .bcast_last(bcast_last));",
         "  initial begin",
         "    if (!$value$plusargs(\"data=%s\", dir)) dir = \".\";",
     ]
-    for name in ("cfg_count", "bcast_count", "root_count", "west_count", "east_count", "budget",
-                 "stall"):
+    for name in ("cfg_count", "bcast_count", "west_in_count", "root_count", "west_count", "east_count",
+                 "budget", "stall"):
         L.append(f"    if (!$value$plusargs(\"{name}=%d\", {name})) {name} = 0;")
     L += [
         "  end",
@@ -85,6 +87,10 @@ def system_tb_text(dut, systems, rows):
     for i in range(systems):
         L += [f"        $sformat(fname, \"%0s/cfg{i}.hex\", dir);",
               f"        if (cfg_count != 0) $readmemh(fname, dut.cfg_player{i}.mem, 0, cfg_count - 1);"]
+        for p in range(rows):
+            L += [f"        $sformat(fname, \"%0s/west_in{i}_{p}.hex\", dir);",
+                  f"        if (west_in_count != 0) $readmemh(fname, dut.west_player{i}_{p}.mem, 0, "
+                  f"west_in_count - 1);"]
     L += [
         "      end",
         "      1: begin start <= 1; state <= 2; end",

@@ -65,8 +65,12 @@ async def _phase(dut, req, systems, rows):
         load_words(getattr(dut, f"cfg_player{i}").mem, [cfg_word(a, v) for a, v in writes])
     if len(req.stream):
         load_words(dut.bcast_player.mem, req.stream)
+    for i, rows_in in enumerate(req.west_in):
+        for p, words in enumerate(rows_in):
+            load_words(getattr(dut, f"west_player{i}_{p}").mem, words)
     dut.cfg_count.value = len(req.writes[0])
     dut.bcast_count.value = len(req.stream)
+    dut.west_in_count.value = req.west_in_count
     dut.root_count.value = req.root
     dut.west_count.value = req.west
     dut.east_count.value = req.east
@@ -74,7 +78,7 @@ async def _phase(dut, req, systems, rows):
     await _wait(dut, "cfg_done", 10 * len(req.writes[0]) + 100, f"{req.what} configuration")
     cfg_cycles = int(dut.cfg_cycles.value)
     await _pulse(dut, "go")
-    budget = 200 * (len(req.stream) + req.root + req.west + req.east) + 20000
+    budget = 200 * (len(req.stream) + req.west_in_count + req.root + req.west + req.east) + 20000
     await _wait(dut, "done", budget, req.what)
     assert not int(dut.fault.value), f"{req.what}: a PE core raised a fault{_faults(dut)}"
     assert not int(dut.error.value), f"{req.what}: a router or SwarmX raised an error"
@@ -102,8 +106,8 @@ async def train(dut):
     out_dir.mkdir(parents=True, exist_ok=True)
     data = np.load(out_dir / DATA_FILE)
     dut.stall.value = run.stall
-    for name in ("start", "go", "auto_go", "cfg_count", "bcast_count", "root_count", "west_count",
-                 "east_count"):
+    for name in ("start", "go", "auto_go", "cfg_count", "bcast_count", "west_in_count", "root_count",
+                 "west_count", "east_count"):
         getattr(dut, name).value = 0
     await reset(dut)
     loop = training(run, cfg, data, log=lambda text: print(text, flush=True))

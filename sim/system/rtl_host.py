@@ -83,10 +83,14 @@ class PhaseRunner:
             write_hex(self.work / f"cfg{i}.hex", cfg_words(writes))
         if len(req.stream):
             write_hex(self.work / "bcast.hex", req.stream)
+        for i, rows in enumerate(req.west_in):
+            for p, words in enumerate(rows):
+                write_hex(self.work / f"west_in{i}_{p}.hex", words)
         cfg_count = len(req.writes[0])
         budget = (_RESET_AND_START + 10 * cfg_count + 100
-                  + 200 * (len(req.stream) + req.root + req.west + req.east) + 20000)
+                  + 200 * (len(req.stream) + req.west_in_count + req.root + req.west + req.east) + 20000)
         plusargs = [f"+data={self.work}", f"+cfg_count={cfg_count}", f"+bcast_count={len(req.stream)}",
+                    f"+west_in_count={req.west_in_count}",
                     f"+root_count={req.root}", f"+west_count={req.west}", f"+east_count={req.east}",
                     f"+stall={self.stall}", f"+budget={budget}"]
         run = self.tb.run(plusargs, cwd=self.work)

@@ -55,14 +55,20 @@ __all__ = ["PhaseRequest", "PhaseResult", "training"]
 class PhaseRequest:
     """One phase: ``writes[i]`` = wafer i's configuration writes ``[(addr, value)]`` (all the
     same length), ``stream`` the tagged weight words to broadcast (uint64, may be empty),
-    ``root`` / ``west`` / ``east`` the words the root recorder and every west / east edge
-    recorder must receive; ``what`` names the phase in messages."""
+    ``west_in[i][p]`` the wavelets the host sends into row p of wafer i at the west edge (all the
+    same length; empty: none), ``root`` / ``west`` / ``east`` the words the root recorder and
+    every west / east edge recorder must receive; ``what`` names the phase in messages."""
     what: str
     writes: list
     stream: np.ndarray
+    west_in: list = field(default_factory=list)
     root: int = 0
     west: int = 0
     east: int = 0
+
+    @property
+    def west_in_count(self):
+        return len(self.west_in[0][0]) if self.west_in else 0
 
 
 @dataclass
@@ -107,7 +113,9 @@ def training(run, cfg: Config, data, *, log=print):
     def phase(progs, stream, **counts):
         counts_w = {len(ph.writes) for ph in progs}
         assert len(counts_w) == 1, f"{counts['what']}: wafers got different write counts {counts_w}"
-        result = yield PhaseRequest(writes=[ph.writes for ph in progs], stream=stream, **counts)
+        west_in = [[ph.west_in[p] for p in range(P)] for ph in progs] if progs[0].west_in else []
+        result = yield PhaseRequest(writes=[ph.writes for ph in progs], stream=stream,
+                                    west_in=west_in, **counts)
         return result
 
     for step in range(run.steps):

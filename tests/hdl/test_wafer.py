@@ -87,8 +87,10 @@ def test_wafer_forward(rows, cols, m, k, gap, stall):
 def run_phase(cfg, name, phase, weights, outputs, reads, gap=0.0, stall=0.0):
     """Run a compiled phase on the RTL wafer; ``outputs`` ``{prefix: expected words}``,
     ``reads`` ``[(addr, expected)]``. Checks every word and read-back; returns the result."""
+    inputs = {"weights": weights} if weights else {}
+    inputs.update({f"west_in__{p}": [int(w) for w in words] for p, words in phase.west_in.items()})
     params = {"writes": [list(w) for w in phase.writes],
-              "inputs": {"weights": weights} if weights else {},
+              "inputs": inputs,
               "outputs": {n: v if isinstance(v, int) else len(v) for n, v in outputs.items()},
               "accept": [], "num_colors": cfg.num_colors, "reads": [a for a, _ in reads],
               "gap_prob": gap, "stall_prob": stall}
@@ -156,18 +158,23 @@ def test_wafer_backward_weight(rows, cols, m, k, dw):
     run_phase(cfg, f"wafer_bw_{rows}x{cols}", phase, [], {"grads": words}, reads, stall=0.3)
 
 
-def test_backward_weight_on_the_lanes_commits_the_senders_last():
-    """The west PEs' dZ senders start sending when committed, so they commit after every other
-    descriptor of every tile and before the adapter words; each commit index is a write of the
-    descriptor's word 0 with an operation in it."""
+def test_backward_weight_on_the_lanes_plan():
+    """Each commit index is the write of the descriptor's word 0 with an operation in it; the
+    host's west-edge stream of row p is every dZ[m, B_p] vector C = |K_q| / L times."""
     from arch.pe_map import desc_addr
+    from arch.wavelet import unpack_wavelet
+    from compiler.wafer import COLOR_DZ
     cfg = preset("system", mesh_rows=2, mesh_cols=2)
-    phase = compile_backward_weight(cfg, m=4, k=16, batch=8)
+    dz16 = np.arange(4 * 8, dtype=np.uint16).reshape(4, 8)
+    phase = compile_backward_weight(cfg, m=4, k=16, batch=8, dz16=dz16)
     bits = mesh_tile_addr_bits(cfg.sram_words, cfg.num_tasks)
     commits = phase.plan["commits"]
-    senders = [commits[(p, 0)][3] for p in range(2)]
-    others = [i for pq, ts in commits.items() for t, i in ts.items() if not (pq[1] == 0 and t == 3)]
-    assert min(senders) > max(others) and max(senders) < len(phase.writes) - 4
+    for p in range(2):
+        data, colors, _ = unpack_wavelet(np.asarray(phase.west_in[p], dtype=np.uint64))
+        assert (colors == COLOR_DZ).all()
+        want = [int(dz16[m, 4 * p + b]) << 16 for m in range(4) for _ in range(2) for b in range(4)]
+        assert data.tolist() == want
+        assert phase.plan["west_in"][p] == (COLOR_DZ, len(want))
     for (p, q), ts in commits.items():
         for t, i in ts.items():
             addr, word = phase.writes[i]

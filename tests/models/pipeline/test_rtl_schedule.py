@@ -61,12 +61,14 @@ def test_backward_weight_hand_worked_single_pe():
     assert rs.backward_weight_run_cycles(2, 4, one) == 56 - 3 - 2 + 2 + 7 + 1
 
 
-def test_backward_weight_on_the_lanes_hand_worked_single_pe():
-    # One PE, 2 x 4, one chunk of L = 4: the sender's 2 dZ vectors and the 2 partial vectors sent
-    # north, 7 cycles each = 28, from the sender's commit; after it the 3 adapter words, then 2
-    # cycles to go; then router (2), the 2-leaf reduce (7) and the recorder (1).
+def test_backward_weight_on_the_lanes_hand_worked():
+    # One PE, 2 x 4 (one chunk of L = 4): the dZ stream starts 2 cycles after go; 8 dZ wavelets
+    # through its RAMP, but 2 partial vectors sent north at 7 cycles = 14 weigh more; then router
+    # (2), the 2-leaf reduce (7) and the recorder (1).
     one = rs.RtlHardware(mesh_rows=1, mesh_cols=1, lanes=4, systems=2)
-    assert rs.backward_weight_run_cycles(2, 4, one, lanes=True) == 28 - 3 - 2 + 2 + 7 + 1
+    assert rs.backward_weight_run_cycles(2, 4, one, lanes=True) == 2 + 14 + 2 + 7 + 1
+    # 2 x 2, 10 x 32: a north PE takes 10 x 16 dZ wavelets and 160 incoming sums = 320 > 40 ADDs x 7
+    assert rs.backward_weight_run_cycles(10, 32, HW, lanes=True) == 2 + 320 + 2 + 7 + 1
 
 
 def test_backward_weight_hand_worked_2x2():
