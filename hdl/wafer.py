@@ -14,9 +14,11 @@ Ports (``P = cfg.mesh_rows``, ``Q = cfg.mesh_cols``)
     (rows counted from 0 after ``last``). Combinational: a word is taken when that column's router
     takes the wavelet (one per cycle).
 ``grads: Out(stream.Signature(TaggedWord))``: the *gradient mux*, the same split in reverse:
-    word ``k`` of every row (``G_ROW_LEN`` per row) is taken from the north edge of the column
-    holding ``k`` (``G_BOUND``), its 32 data bits passed as they are; ``last`` on word
-    ``G_COUNT - 1`` (then the count restarts).
+    each column's north-edge words go into a FIFO of ``grad_fifo_depth`` words (a word written in
+    cycle ``t`` can leave from ``t + 2``; the column is back-pressured when its FIFO is full), and
+    word ``k`` of every row (``G_ROW_LEN`` per row) is taken from the FIFO of the column holding
+    ``k`` (``G_BOUND``), its 32 data bits passed as they are; ``last`` on word ``G_COUNT - 1``
+    (then the count restarts).
 ``west_in``, ``west_out``, ``east_in``, ``east_out``: arrays of P wavelet streams, the host's
     ports on the west / east edges of row ``p`` (activations, labels, dZ in; results out). The
     host takes every color (accept masks all ones).
@@ -33,6 +35,7 @@ the bus) shadow whatever the mesh has there. ``rdata`` is valid one cycle after 
 
 from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from arch.config_bus import ADDR_BITS
@@ -160,14 +163,16 @@ class Wafer(wiring.Component):
             with m.Else():
                 m.d.sync += wk.eq(wk + 1)
 
-        # Gradient mux.
+        # Gradient mux: a FIFO per column, taken column by column along each row.
         g_sel = _column(m, gk, g_bound, "g_sel")
         for q in range(Q):
             n_out = mesh.n_out[q]
-            m.d.comb += n_out.ready.eq(self.grads.ready & (g_sel == q))
+            fifo = m.submodules[f"grad_fifo{q}"] = SyncFIFOBuffered(width=32, depth=cfg.grad_fifo_depth)
+            m.d.comb += [fifo.w_data.eq(n_out.payload.data), fifo.w_en.eq(n_out.valid),
+                         n_out.ready.eq(fifo.w_rdy), fifo.r_en.eq(self.grads.ready & (g_sel == q))]
             with m.If(g_sel == q):
-                m.d.comb += [self.grads.valid.eq(n_out.valid),
-                             self.grads.payload.data.eq(n_out.payload.data)]
+                m.d.comb += [self.grads.valid.eq(fifo.r_rdy),
+                             self.grads.payload.data.eq(fifo.r_data)]
         last = gn + 1 >= g_count
         m.d.comb += self.grads.payload.last.eq(last)
         with m.If(self.grads.valid & self.grads.ready):

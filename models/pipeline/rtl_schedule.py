@@ -27,8 +27,8 @@ compiler (``compiler/wafer.py``) and the bench actually run, phase by phase. Two
   leave out: RAMP-port contention in the forward pass (the psum and result words of a row share
   a PE's RAMP port with the weights of a later row, so the demux waits), vector-unit stores
   waiting on a stage-1 SRAM write to the same bank (``RtlHardware.sram_banks``) and, in
-  backward-weight, the gradient mux taking each dW row column by column (a column's chain ADDs
-  wait on ``tx``).
+  backward-weight, the gradient mux taking each dW row column by column (a column's chain waits
+  on ``tx`` when its FIFO is full).
   A closed formula for those would have to replay the same arbitration, so the model composes
   the cycle-level parts instead (fast: well under a second for the default step).
 
@@ -70,8 +70,10 @@ BW_ADAPTER_WORDS = 2
 class RtlHardware:
     """The RTL system: ``systems`` wafers of ``mesh_rows x mesh_cols`` PEs with ``lanes`` lanes
     and ``sram_banks`` SRAM banks (a power of two, ``Config.sram_banks`` as the PE core is built,
-    default 8), routers of ``num_colors`` colors and ``vc_depth``-word channels, behind a SwarmX
-    tree whose adders have latency ``swarmx_adder_latency`` (``Config.fp_latency``, default 2)."""
+    default 8), routers of ``num_colors`` colors and ``vc_depth``-word channels, a gradient mux
+    with ``grad_fifo_depth`` words per column (``Config.grad_fifo_depth``, default 64), behind a
+    SwarmX tree whose adders have latency ``swarmx_adder_latency`` (``Config.fp_latency``, default
+    2)."""
     mesh_rows: int
     mesh_cols: int
     lanes: int
@@ -80,10 +82,11 @@ class RtlHardware:
     num_colors: int = 8
     vc_depth: int = 4
     sram_banks: int = 8
+    grad_fifo_depth: int = 64
 
     def __post_init__(self):
         for name in ("mesh_rows", "mesh_cols", "lanes", "systems", "swarmx_adder_latency",
-                     "num_colors", "vc_depth", "sram_banks"):
+                     "num_colors", "vc_depth", "sram_banks", "grad_fifo_depth"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"RtlHardware.{name} must be an int >= 1, got {v!r}")
@@ -209,7 +212,7 @@ def simulated_run_cycles(kind, plan, m, k, hw, *, writes=0, last=False):
     P, Q, L = hw.mesh_rows, hw.mesh_cols, hw.lanes
     col = [q for q, n in enumerate(_split_sizes(k, Q)) for _ in range(n)]
     common = dict(rows=P, cols=Q, lanes=L, sram_banks=hw.sram_banks, num_colors=hw.num_colors,
-                  vc_depth=hw.vc_depth)
+                  vc_depth=hw.vc_depth, grad_fifo_depth=hw.grad_fifo_depth)
     if kind == "backward-weight":
         # Cycles count so that write ``i`` transfers in cycle ``i - 1`` (what it commits acts
         # from cycle ``i``); ``go`` comes GO_CYCLES after the last write (cycle ``writes - 2``).

@@ -182,7 +182,7 @@ def _fabric(rows, cols, num_colors, vc_depth, routes):
 
 def simulate_phase(plan, *, rows, cols, lanes, sram_banks, num_colors, vc_depth, stream_cols=(),
                    weight_color=0, first=0, sinks=None, mux_cols=(), commits=None,
-                   west_in=None, west_first=0, max_cycles=1_000_000):
+                   west_in=None, west_first=0, grad_fifo_depth=64, max_cycles=1_000_000):
     """Simulate a phase; returns the cycle of the last transfer out of the mesh.
 
     ``plan``: ``{"pes": {(p, q): {"descs": ...}}, "routes": {(p, q): [(color, in, [outs])]}}``
@@ -190,8 +190,10 @@ def simulate_phase(plan, *, rows, cols, lanes, sram_banks, num_colors, vc_depth,
     PE core is built); ``stream_cols``: the mesh column of each weight word, in stream order (the
     demux's choice); ``first``: the cycle the leaf offers word 0; ``sinks``: ``{(p, q, port
     name): words}`` host-edge outputs (always ready) and the words each must deliver;
-    ``mux_cols``: the column of each gradient word the mux takes from the north edge, in order
-    (the mux is ready for the north output of that column only; its sink is always ready);
+    ``mux_cols``: the column of each gradient word the mux takes, in order: every north output
+    feeds its column's FIFO (``grad_fifo_depth`` words, ready while it holds fewer; a word written
+    in cycle ``t`` can leave from ``t + 2``) and the mux takes the next word from its column's FIFO
+    (its sink is always ready);
     ``commits``: ``{(p, q): {t: cycle}}`` descriptors that commit during the phase (from that
     cycle on they are legal, and active if enabled); the others are committed before cycle 0.
     ``west_in``: ``{p: (color, words)}`` the host plays into the west edge of row p (a player like
@@ -204,6 +206,7 @@ def simulate_phase(plan, *, rows, cols, lanes, sram_banks, num_colors, vc_depth,
            for pq, info in plan["pes"].items()}
     sinks = sinks or {}
     mux = deque(mux_cols)
+    fifos = {q: deque() for q in range(cols)}        # write cycles of the words in each column's FIFO
     north = {(0, q, Port.N): q for q in range(cols)}
     sink_left = {(p, q, Port[o]): n for (p, q, o), n in sinks.items()}
     ramp_out = {(p, q, Port.RAMP): pq for pq in pes for p, q in [pq]}
@@ -223,7 +226,7 @@ def simulate_phase(plan, *, rows, cols, lanes, sram_banks, num_colors, vc_depth,
         for (p, q), pe in pes.items():
             if pe.tx is not None:
                 inputs[(p, q, Port.RAMP)] = [(0, pe.tx, 0)]
-        ready = {port: (lambda _t, q=q: bool(mux) and mux[0] == q) for port, q in north.items()}
+        ready = {port: (lambda _t, q=q: len(fifos[q]) < grad_fifo_depth) for port, q in north.items()}
         accepted, delivered = fabric.run(inputs, ready=ready, max_cycles=1, until_idle=False)
         if words and accepted.get((0, words[0][1], Port.N)):
             words.popleft()
@@ -233,18 +236,22 @@ def simulate_phase(plan, *, rows, cols, lanes, sram_banks, num_colors, vc_depth,
                 w[1] -= 1
                 w[2] += 1
                 w[3] = max(west_first + w[2], t + 1)
-        rx = {}
+        rx, arrived = {}, []
         for _, port, (_, color, _) in delivered:
             if port in ramp_out:
                 rx[ramp_out[port]] = color
             elif port in north and mux_cols:
-                mux.popleft()
-                last_sink = t
+                arrived.append(north[port])
             elif port in sink_left:
                 sink_left[port] -= 1
                 last_sink = t
             else:
                 raise ValueError(f"a wavelet of color {color} left the mesh at {port}")
+        if mux and fifos[mux[0]] and fifos[mux[0]][0] + 2 <= t:
+            fifos[mux.popleft()].popleft()
+            last_sink = t
+        for q in arrived:
+            fifos[q].append(t)
         for (p, q), pe in pes.items():
             pe.cycle(rx.get((p, q)), bool(accepted.get((p, q, Port.RAMP))))
         if (not words and not mux and all(n <= 0 for n in sink_left.values())

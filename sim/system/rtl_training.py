@@ -106,7 +106,8 @@ def training(run, cfg: Config, data, *, log=print):
     # SRAM banks as the tops build the PE core (hdl/tops.py: at least the power of two >= lanes).
     hw = RtlHardware(mesh_rows=P, mesh_cols=cfg.mesh_cols, lanes=L, systems=n,
                      swarmx_adder_latency=cfg.fp_latency, num_colors=cfg.num_colors,
-                     vc_depth=cfg.vc_depth, sram_banks=max(cfg.sram_banks, 1 << (L - 1).bit_length()))
+                     vc_depth=cfg.vc_depth, sram_banks=max(cfg.sram_banks, 1 << (L - 1).bit_length()),
+                     grad_fifo_depth=cfg.grad_fifo_depth)
     history, wall, sim_cycles = [], time.perf_counter(), 0
     schedules = {}      # the timing model per configuration-word counts (the same every step)
 

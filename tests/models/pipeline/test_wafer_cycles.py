@@ -91,3 +91,36 @@ def test_unmatched_color_is_an_error():
     with pytest.raises(ValueError, match="matches descriptors"):
         simulate_phase(plan, stream_cols=[0], weight_color=pe.COLOR_W, first=0,
                        sinks={(0, 0, "E"): 4}, **ONE)
+
+
+def _north_sender(reps):
+    return {"pes": {(0, 0): {"descs": {0: dict(op=Op.VEC, vmode=VecMode.PASS, enable=1, send=1, color=3,
+                                               count=1, reps=reps, a_base=0, a_stride=4)}}},
+            "routes": {(0, 0): [(3, "RAMP", ["N"])]}}
+
+
+def test_gradient_fifo_latency():
+    # Two PASS vectors north: tx words transfer 4..7 and 11..14 (IDLE 7, READ_B 8, LATCH 9, RUN
+    # 10..13 for the second), reach the north output 2 cycles later (6..9, 13..16) and the FIFO;
+    # each leaves the mux 2 cycles after its write: the last in 18.
+    assert simulate_phase(_north_sender(2), mux_cols=[0] * 8, **ONE) == 18
+
+
+def test_gradient_fifo_full_holds_the_column():
+    # A 2-word FIFO: the words written in 6 and 7 leave in 8 and 9; the north output is not ready
+    # in 8 (2 words in at the start of the cycle), so word 2 waits a cycle, and so on: later than 18.
+    small = simulate_phase(_north_sender(2), mux_cols=[0] * 8, grad_fifo_depth=2, **ONE)
+    assert small > 18
+
+
+def test_west_stream_feeds_row():
+    # The host plays 4 wavelets into the west edge from cycle 3 (one per cycle, 3..6); the PE's
+    # STORE takes them at its RAMP 2 cycles later (5..8); the PASS waiting on that vector sends its
+    # first word DEP_TO_TX_CYCLES after the last (14), its last 3 later, at the east edge 2 later.
+    plan = {"pes": {(0, 0): {"descs": {
+        0: dict(op=Op.STORE, enable=1, color=1, reps=1, lo=0, hi=1, dst_base=0),
+        1: dict(op=Op.VEC, vmode=VecMode.PASS, enable=1, send=1, color=2, dep_a_en=1, dep_a=0,
+                count=1, reps=1, a_base=0, a_stride=4)}}},
+        "routes": {(0, 0): [(1, "W", ["RAMP"]), (2, "RAMP", ["E"])]}}
+    last = simulate_phase(plan, sinks={(0, 0, "E"): 4}, west_in={0: (1, 4)}, west_first=3, **ONE)
+    assert last == 8 + pe.DEP_TO_TX_CYCLES + 3 + 2
