@@ -38,11 +38,22 @@ from arch.wavelet import MAX_COLORS
 
 from .layouts import struct_layout
 
-__all__ = ["DescriptorTable", "Descriptor", "PTR_BITS"]
+__all__ = ["DescriptorTable", "Descriptor", "PTR_BITS", "state_shapes"]
 
 # One task descriptor (arch.pe_map.DESCRIPTOR, DESC_WORDS configuration words).
 Descriptor = struct_layout(DESCRIPTOR)
 PTR_BITS = 17
+
+
+def state_shapes(cfg, *names):
+    """``{name: shape}`` of the table's state outputs ``names`` (all of them without names), for
+    the engines' matching inputs."""
+    T = cfg.num_tasks
+    shapes = {"desc": data.ArrayLayout(Descriptor, T), "active": T, "in_range": T, "restart": T,
+              "pos": data.ArrayLayout(16, T), "cnt": data.ArrayLayout(16, T),
+              "done": data.ArrayLayout(16, T), "aptr": data.ArrayLayout(PTR_BITS, T),
+              "bptr": data.ArrayLayout(PTR_BITS, T), "dptr": data.ArrayLayout(PTR_BITS, T)}
+    return {n: shapes[n] for n in names or shapes}
 
 
 class DescriptorTable(wiring.Component):
@@ -53,12 +64,7 @@ class DescriptorTable(wiring.Component):
         super().__init__({
             "we": In(1), "index": In(idx), "word": In(3), "wdata": In(WORD_BITS),
             "rdata": Out(WORD_BITS), "commit_fault": Out(FAULT_STATUS.field_width("code")),
-            "desc": Out(data.ArrayLayout(Descriptor, T)),
-            "active": Out(T), "in_range": Out(T), "restart": Out(T),
-            "pos": Out(data.ArrayLayout(16, T)), "cnt": Out(data.ArrayLayout(16, T)),
-            "done": Out(data.ArrayLayout(16, T)),
-            "aptr": Out(data.ArrayLayout(PTR_BITS, T)), "bptr": Out(data.ArrayLayout(PTR_BITS, T)),
-            "dptr": Out(data.ArrayLayout(PTR_BITS, T)),
+            **{name: Out(shape) for name, shape in state_shapes(cfg).items()},
             "w_step": In(1), "w_t": In(idx), "w_unit_end": In(1), "w_run_end": In(1),
             "w_stop": In(1), "w_inc": In(1), "w_inc_t": In(idx),
             "v_unit": In(1), "v_t": In(idx), "v_run_end": In(1), "v_stop": In(1),

@@ -26,7 +26,7 @@ from arch.pe_map import MAX_TASKS, Op, VecMode
 
 from .bf16_mul import Bf16MulCore
 from .fp32_add import Fp32AddCore
-from .pe_descriptor_table import PTR_BITS, Descriptor
+from .pe_descriptor_table import PTR_BITS, state_shapes
 from .wavelet import Wavelet
 
 __all__ = ["VectorUnit"]
@@ -38,12 +38,10 @@ class VectorUnit(wiring.Component):
         T, L = cfg.num_tasks, cfg.lanes
         idx = range(max(T, 2))
         vec = data.ArrayLayout(32, L)
+        state = state_shapes(cfg, "desc", "active", "in_range", "cnt", "done", "aptr", "bptr", "dptr")
         super().__init__({
             "tx": Out(stream.Signature(Wavelet)),
-            "desc": In(data.ArrayLayout(Descriptor, T)), "active": In(T), "in_range": In(T),
-            "cnt": In(data.ArrayLayout(16, T)), "done": In(data.ArrayLayout(16, T)),
-            "aptr": In(data.ArrayLayout(PTR_BITS, T)), "bptr": In(data.ArrayLayout(PTR_BITS, T)),
-            "dptr": In(data.ArrayLayout(PTR_BITS, T)),
+            **{name: In(shape) for name, shape in state.items()},
             "t": Out(idx), "unit": Out(1), "run_end": Out(1), "stop": Out(1),
             "rd_addr": Out(16), "rd_data": In(vec),
             "wr_addr": Out(16), "wr_data": Out(32), "wr_en": Out(1), "wr_blocked": In(1),

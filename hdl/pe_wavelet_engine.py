@@ -23,7 +23,7 @@ from arch.pe_map import FAULT_STATUS, Fault, Op
 
 from .bf16_mul import Bf16MulCore
 from .fp32_add import Fp32AddCore
-from .pe_descriptor_table import PTR_BITS, Descriptor
+from .pe_descriptor_table import state_shapes
 from .wavelet import Wavelet
 
 __all__ = ["WaveletEngine"]
@@ -35,12 +35,10 @@ class WaveletEngine(wiring.Component):
         T, L = cfg.num_tasks, cfg.lanes
         idx = range(max(T, 2))
         vec = data.ArrayLayout(32, L)
+        state = state_shapes(cfg, "desc", "active", "in_range", "restart", "pos", "cnt", "aptr", "dptr")
         super().__init__({
             "rx": In(stream.Signature(Wavelet)),
-            "desc": In(data.ArrayLayout(Descriptor, T)), "active": In(T), "in_range": In(T),
-            "restart": In(T),
-            "pos": In(data.ArrayLayout(16, T)), "cnt": In(data.ArrayLayout(16, T)),
-            "aptr": In(data.ArrayLayout(PTR_BITS, T)), "dptr": In(data.ArrayLayout(PTR_BITS, T)),
+            **{name: In(shape) for name, shape in state.items()},
             "step": Out(1), "t": Out(idx), "unit_end": Out(1), "run_end": Out(1), "stop": Out(1),
             "inc": Out(1), "inc_t": Out(idx),
             "rd_en": Out(1), "rd_addr": Out(16), "rd_data": In(vec),

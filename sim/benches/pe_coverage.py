@@ -207,6 +207,11 @@ class _Builder:
     def step(self, writes=(), wavelets=(), results=False):
         self.prog.step(writes=writes, wavelets=wavelets, reads=self.reads(results))
 
+    def chain_head(self, nxt, color):
+        """Writes of STORE t3 (one vector on ``color``, ``chain`` into ``nxt``) and that vector."""
+        head = dict(op=Op.STORE, enable=1, color=color, reps=1, lo=0, hi=1, dst_base=192, chain=1, next=nxt)
+        return self.desc(3, **head), [(color, w) for w in _rand_words(self.rng, self.L)]
+
     # -- scenarios --
 
     def runs(self, op):
@@ -259,11 +264,11 @@ class _Builder:
                 f.update(chain=1, next=1)
             if chaining == "chained-into":
                 f["enable"] = 0
-                head = dict(op=Op.STORE, enable=1, color=c[2], reps=1, lo=0, hi=1, dst_base=192, chain=1, next=0)
-                writes += self.desc(3, **head)
+                head, start = self.chain_head(0, c[2])
+                writes += head
             self.step(writes + self.desc(0, **f))
             if chaining == "chained-into":
-                self.step(wavelets=[(c[2], w) for w in _rand_words(self.rng, self.L)])
+                self.step(wavelets=start)
             if op in ("FMAC", "STORE"):
                 self.step(wavelets=self.units(f, c[0]))
 
@@ -294,9 +299,8 @@ class _Builder:
         # chained-into: STORE t3 (color c1) chains into t0, which shares its color with active t1
         f0, f1 = self.fields(op, c[0]), self.fields(op, c[0], dst=160)
         f0["enable"] = 0
-        head = dict(op=Op.STORE, enable=1, color=c[1], reps=1, lo=0, hi=1, dst_base=192, chain=1, next=0)
-        self.step(self.reset() + self.desc(0, **f0) + self.desc(1, **f1) + self.desc(3, **head),
-                  [(c[1], w) for w in _rand_words(self.rng, self.L)])
+        head, start = self.chain_head(0, c[1])
+        self.step(self.reset() + self.desc(0, **f0) + self.desc(1, **f1) + head, start)
         self.step(wavelets=[(c[0], 0x3F800000)])
 
     def acc_conflict(self):
@@ -310,11 +314,11 @@ class _Builder:
                 f1.update(chain=1, next=2)
             if chaining == "chained-into":
                 f1["enable"] = 0
-                head = dict(op=Op.STORE, enable=1, color=c[2], reps=1, lo=0, hi=1, dst_base=192, chain=1, next=1)
-                writes += self.desc(3, **head)
+                head, start = self.chain_head(1, c[2])
+                writes += head
             self.step(writes + self.desc(1, **f1) + self.desc(0, **f0), [(c[0], 0x3F800000)])
             if chaining == "chained-into":
-                self.step(wavelets=[(c[2], w) for w in _rand_words(self.rng, self.L)])
+                self.step(wavelets=start)
             self.step(wavelets=[(c[1], 0x3F800000)])
 
 
