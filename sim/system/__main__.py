@@ -126,14 +126,15 @@ def summary_rtl(run, results, wall):
     print("  bit-exact        loss and every master weight equal to the golden pipeline model "
           "after every step")
     print(f"  cycles per phase (step {last['step']}), RTL vs the schedule's timing model "
-          f"(models.pipeline.rtl_schedule; formula: no contention):")
+          f"(models.pipeline.rtl_schedule; formula: no contention; lanes: FMAC lane-cycles busy "
+          f"of the run):")
     print(f"    {'':24} {'config':>6} {'model':>6}   {'run':>6} {'model':>6} {'formula':>7}   "
-          f"weights streamed in")
+          f"{'lanes':>5}   weights streamed in")
     for p in results["phases"]:
         stream = f"{p['stream_cycles']}" if p["stream_cycles"] else "-"
         print(f"    layer {p['layer']} {p['phase']:<16} {p['config_cycles']:6d} "
               f"{p['model_config_cycles']:6d}   {p['run_cycles']:6d} {p['model_run_cycles']:6d} "
-              f"{p['model_run_formula']:7d}   {stream}")
+              f"{p['model_run_formula']:7d}   {p['lane_utilization']:5.3f}   {stream}")
     print(f"  step             {last['cycles']} cycles, FMAC lane utilization "
           f"{results['utilization']:.3f}")
     tl = results["timeline"]

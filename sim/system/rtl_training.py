@@ -109,6 +109,7 @@ def training(run, cfg: Config, data, *, log=print):
                      vc_depth=cfg.vc_depth, sram_banks=max(cfg.sram_banks, 1 << (L - 1).bit_length()),
                      grad_fifo_depth=cfg.grad_fifo_depth)
     history, wall, sim_cycles = [], time.perf_counter(), 0
+    pe_lanes = cfg.mesh_rows * cfg.mesh_cols * L         # FMAC lanes of one wafer
     schedules = {}      # the timing model per configuration-word counts (the same every step)
 
     def phase(progs, stream, **counts):
@@ -218,7 +219,8 @@ def training(run, cfg: Config, data, *, log=print):
                               "config_cycles": res.cfg_cycles, "run_cycles": res.run_cycles,
                               "stream_cycles": res.stream_cycles,
                               "model_config_cycles": mp.config, "model_run_cycles": mp.run,
-                              "model_run_formula": mp.run_formula}
+                              "model_run_formula": mp.run_formula,
+                              "lane_utilization": dims[l + 1] * dims[l] * B / (pe_lanes * res.run_cycles)}
                              for (ph, l, res, w), mp in zip(phases, model)]}
         if (step + 1) % run.eval_every == 0 or step + 1 == run.steps:
             record["test_accuracy"] = float(np.mean(golden.predict(x_te) == y_te))
@@ -230,7 +232,6 @@ def training(run, cfg: Config, data, *, log=print):
     seconds = time.perf_counter() - wall
     export_safetensors(mx, out_dir / "weights.safetensors")
     fmacs = sum(dims[l + 1] * dims[l] for l in range(nl)) * B * 3 - dims[0] * dims[1] * B
-    pe_lanes = cfg.mesh_rows * cfg.mesh_cols * L
     last_phases = history[-1]["phases"]
     return {
         "config": run.as_dict(), "wafer": "rtl", "hardware": cfg.as_dict(), "steps": history,

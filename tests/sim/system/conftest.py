@@ -18,6 +18,7 @@ def _check_rtl_results(results, run):
         for p in s["phases"]:
             assert p["config_cycles"] == p["config_writes"] + 1 == p["model_config_cycles"]
             assert p["model_run_cycles"] >= p["model_run_formula"] > 0
+            assert 0 < p["lane_utilization"] <= 1, p      # the layer's MACs fit in its run
             if run.stall == 0:
                 assert p["run_cycles"] == p["model_run_cycles"]
             else:
