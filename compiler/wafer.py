@@ -304,7 +304,6 @@ def compile_backward_weight(cfg, *, m, k, batch, x16=None, dz16=None):
             "dw": "lanes" if lanes else "dot"}
     if lanes:       # the host's dZ stream into each row's west edge: (color, wavelets)
         plan["west_in"] = {p: (COLOR_DZ, m * len(k_slices[0])) for p in range(P)}
-    if lanes:
         loads = _bw_lane_loads(pes, L, k=k, batch=batch, x16=x16)
     else:
         loads = _sram_loads(pes, L, m=m, k=k, batch=batch, x16=x16, dz16=dz16)

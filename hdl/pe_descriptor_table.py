@@ -77,9 +77,7 @@ class DescriptorTable(wiring.Component):
         desc = self.desc
 
         # ---- configuration writes and commit -------------------------------------------------
-        raw = [Signal(Descriptor.size, name=f"desc{t}") for t in range(T)]
-        for t in range(T):
-            m.d.comb += desc[t].as_value().eq(raw[t])
+        raw = [desc[t].as_value() for t in range(T)]
         m.d.comb += self.rdata.eq(Const(0))
         for t in range(T):
             for w in range(DESC_WORDS):

@@ -33,7 +33,11 @@ from arch.ports import NUM_PORTS, Port
 from arch.router_map import route_mask
 from models.fabric import FabricModel
 
-__all__ = ["simulate_phase"]
+__all__ = ["simulate_phase", "GRAD_FIFO_LATENCY"]
+
+# A word written into a gradient-mux FIFO (hdl/wafer.py, lib.fifo.SyncFIFOBuffered) in cycle t
+# can leave it from cycle t + GRAD_FIFO_LATENCY.
+GRAD_FIFO_LATENCY = 2
 
 
 class _PeTiming:
@@ -172,6 +176,26 @@ class _PeTiming:
         self.state = nxt
 
 
+class _Player:
+    """A host stream player's timing (``sim/harness/stream_player.py`` without stalls): word ``i``
+    is offered at ``ports[i]`` from cycle ``first + i``, or the cycle after word ``i - 1`` was
+    taken if later."""
+
+    def __init__(self, ports, color, first):
+        self.ports, self.color, self.first = deque(ports), color, first
+        self.taken, self.at = 0, first
+
+    def offer(self, t, inputs):
+        if self.ports and t >= self.at:
+            inputs[self.ports[0]] = [(0, self.color, 0)]
+
+    def take(self, t, accepted):
+        if self.ports and accepted.get(self.ports[0]):
+            self.ports.popleft()
+            self.taken += 1
+            self.at = max(self.first + self.taken, t + 1)
+
+
 def _fabric(rows, cols, num_colors, vc_depth, routes):
     table = {(r, q): [[0] * NUM_PORTS for _ in range(num_colors)] for r in range(rows) for q in range(cols)}
     for (r, q), entries in routes.items():
@@ -188,7 +212,7 @@ def simulate_phase(plan, *, rows, cols, lanes, sram_banks, num_colors, vc_depth,
     ``plan``: ``{"pes": {(p, q): {"descs": ...}}, "routes": {(p, q): [(color, in, [outs])]}}``
     (the layer compiler's plan); ``sram_banks``: SRAM banks per PE (``Config.sram_banks`` as the
     PE core is built); ``stream_cols``: the mesh column of each weight word, in stream order (the
-    demux's choice); ``first``: the cycle the leaf offers word 0; ``sinks``: ``{(p, q, port
+    demux's choice); ``first``: the cycle the leaf offers word 0 (a :class:`_Player`); ``sinks``: ``{(p, q, port
     name): words}`` host-edge outputs (always ready) and the words each must deliver;
     ``mux_cols``: the column of each gradient word the mux takes, in order: every north output
     feeds its column's FIFO (``grad_fifo_depth`` words, ready while it holds fewer; a word written
@@ -196,9 +220,8 @@ def simulate_phase(plan, *, rows, cols, lanes, sram_banks, num_colors, vc_depth,
     (its sink is always ready);
     ``commits``: ``{(p, q): {t: cycle}}`` descriptors that commit during the phase (from that
     cycle on they are legal, and active if enabled); the others are committed before cycle 0.
-    ``west_in``: ``{p: (color, words)}`` the host plays into the west edge of row p (a player like
-    the weight leaf: word ``i`` from cycle ``west_first + i``, or the cycle after word ``i - 1``
-    was taken if later).
+    ``west_in``: ``{p: (color, words)}`` the host plays into the west edge of row p (a
+    :class:`_Player` from ``west_first``).
     """
     fabric = _fabric(rows, cols, num_colors, vc_depth, plan["routes"])
     commits = commits or {}
@@ -210,32 +233,23 @@ def simulate_phase(plan, *, rows, cols, lanes, sram_banks, num_colors, vc_depth,
     north = {(0, q, Port.N): q for q in range(cols)}
     sink_left = {(p, q, Port[o]): n for (p, q, o), n in sinks.items()}
     ramp_out = {(p, q, Port.RAMP): pq for pq in pes for p, q in [pq]}
-    words = deque(enumerate(stream_cols))
-    avail = first
-    west = {p: [color, n, 0, west_first] for p, (color, n) in (west_in or {}).items()}   # left, taken, avail
+    players = [_Player([(0, q, Port.N) for q in stream_cols], weight_color, first)]
+    players += [_Player([(p, 0, Port.W)] * n, color, west_first)
+                for p, (color, n) in (west_in or {}).items()]
     last_sink = None
     for t in range(max_cycles):
         for pe in pes.values():
             pe.commit(t)
         inputs = {}
-        if words and t >= avail:
-            inputs[(0, words[0][1], Port.N)] = [(0, weight_color, 0)]
-        for p, (color, left, _, at) in west.items():
-            if left and t >= at:
-                inputs[(p, 0, Port.W)] = [(0, color, 0)]
+        for player in players:
+            player.offer(t, inputs)
         for (p, q), pe in pes.items():
             if pe.tx is not None:
                 inputs[(p, q, Port.RAMP)] = [(0, pe.tx, 0)]
         ready = {port: (lambda _t, q=q: len(fifos[q]) < grad_fifo_depth) for port, q in north.items()}
         accepted, delivered = fabric.run(inputs, ready=ready, max_cycles=1, until_idle=False)
-        if words and accepted.get((0, words[0][1], Port.N)):
-            words.popleft()
-            avail = max(first + (len(stream_cols) - len(words)), t + 1)
-        for p, w in west.items():
-            if w[1] and accepted.get((p, 0, Port.W)):
-                w[1] -= 1
-                w[2] += 1
-                w[3] = max(west_first + w[2], t + 1)
+        for player in players:
+            player.take(t, accepted)
         rx, arrived = {}, []
         for _, port, (_, color, _) in delivered:
             if port in ramp_out:
@@ -247,15 +261,15 @@ def simulate_phase(plan, *, rows, cols, lanes, sram_banks, num_colors, vc_depth,
                 last_sink = t
             else:
                 raise ValueError(f"a wavelet of color {color} left the mesh at {port}")
-        if mux and fifos[mux[0]] and fifos[mux[0]][0] + 2 <= t:
+        if mux and fifos[mux[0]] and fifos[mux[0]][0] + GRAD_FIFO_LATENCY <= t:
             fifos[mux.popleft()].popleft()
             last_sink = t
         for q in arrived:
             fifos[q].append(t)
         for (p, q), pe in pes.items():
             pe.cycle(rx.get((p, q)), bool(accepted.get((p, q, Port.RAMP))))
-        if (not words and not mux and all(n <= 0 for n in sink_left.values())
-                and not any(w[1] for w in west.values())):
+        if (not mux and all(n <= 0 for n in sink_left.values())
+                and not any(player.ports for player in players)):
             if any(n < 0 for n in sink_left.values()):
                 raise ValueError(f"sinks received extra words: {sink_left}")
             return last_sink

@@ -33,7 +33,7 @@ async def _pulse(dut, name):
     await RisingEdge(dut.clk)
 
 
-async def _wait(dut, name, cycles, what):
+async def _wait(dut, cfg, name, cycles, what):
     if int(getattr(dut, name).value):
         return
     try:
@@ -41,26 +41,26 @@ async def _wait(dut, name, cycles, what):
     except cocotb.triggers.SimTimeoutError:
         raise AssertionError(f"{what} did not finish within {cycles} cycles (fault="
                              f"{int(dut.fault.value)}, error={int(dut.error.value)}, overflow="
-                             f"{int(dut.overflow.value)}){_faults(dut)}") from None
+                             f"{int(dut.overflow.value)}){_faults(dut, cfg)}") from None
 
 
-def _faults(dut):
+def _faults(dut, cfg):
     """PE faults (wafer, row, col, code, index) for an error message."""
     out = []
-    for i in range(16):
-        wafer = getattr(dut.system, f"wafer{i}", None)
-        if wafer is None:
-            break
-        for name in ("core_0_0", "core_0_1", "core_1_0", "core_1_1"):
-            core = getattr(wafer.mesh, name, None)
-            if core is not None and int(core.fault.value):
-                out.append(f"wafer{i}.{name}: code {int(core.fault_code.value)} index "
-                           f"{int(core.fault_index.value)}")
+    for i in range(cfg.swarmx_leaves):
+        mesh = getattr(dut.system, f"wafer{i}").mesh
+        for r in range(cfg.mesh_rows):
+            for q in range(cfg.mesh_cols):
+                core = getattr(mesh, f"core_{r}_{q}", None)
+                if core is not None and int(core.fault.value):
+                    out.append(f"wafer{i}.core_{r}_{q}: code {int(core.fault_code.value)} index "
+                               f"{int(core.fault_index.value)}")
     return (": " + "; ".join(out)) if out else ""
 
 
-async def _phase(dut, req, systems, rows):
+async def _phase(dut, req, cfg):
     """Configure every wafer, stream the weights, wait; the :class:`PhaseResult`."""
+    systems, rows = cfg.swarmx_leaves, cfg.mesh_rows
     for i, writes in enumerate(req.writes):
         load_words(getattr(dut, f"cfg_player{i}").mem, [cfg_word(a, v) for a, v in writes])
     if len(req.stream):
@@ -75,12 +75,12 @@ async def _phase(dut, req, systems, rows):
     dut.west_count.value = req.west
     dut.east_count.value = req.east
     await _pulse(dut, "start")
-    await _wait(dut, "cfg_done", 10 * len(req.writes[0]) + 100, f"{req.what} configuration")
+    await _wait(dut, cfg, "cfg_done", 10 * len(req.writes[0]) + 100, f"{req.what} configuration")
     cfg_cycles = int(dut.cfg_cycles.value)
     await _pulse(dut, "go")
     budget = 200 * (len(req.stream) + req.west_in_count + req.root + req.west + req.east) + 20000
-    await _wait(dut, "done", budget, req.what)
-    assert not int(dut.fault.value), f"{req.what}: a PE core raised a fault{_faults(dut)}"
+    await _wait(dut, cfg, "done", budget, req.what)
+    assert not int(dut.fault.value), f"{req.what}: a PE core raised a fault{_faults(dut, cfg)}"
     assert not int(dut.error.value), f"{req.what}: a router or SwarmX raised an error"
     assert not int(dut.overflow.value), f"{req.what}: a recorder overflowed (extra words)"
     stream = 0
@@ -115,7 +115,7 @@ async def train(dut):
     try:
         request = next(loop)
         while True:
-            result = await _phase(dut, request, run.systems, cfg.mesh_rows)
+            result = await _phase(dut, request, cfg)
             request = loop.send(result)
     except StopIteration as stop:
         results = stop.value
