@@ -15,8 +15,13 @@ Phases (docs/wafer.md):
   ``X[K_q, B_p]``; the last layer sends fp32 logits out of the east edge unrounded.
 * **backward-data** (:func:`compile_backward_data`): ``W`` streamed transposed, FMAC over the
   stored ``dZ[M, B_p]``, VEC MASK + bf16; ``dZ_prev`` of column ``q`` leaves the west edge.
-* **backward-weight** (:func:`compile_backward_weight`): VEC DOT partials per output row, summed
-  south to north down each column, out of the north edge into the gradient mux.
+* **backward-weight** (:func:`compile_backward_weight`): partials per output row (FMAC broadcasts
+  on the lanes, or VEC DOT), summed south to north down each column, out of the north edge on
+  that column's gradient link.
+
+Every mesh column has its own weight link and gradient link (a SwarmX tree each):
+:func:`weight_streams` gives what the host (MemoryX) sends on each weight link,
+:func:`join_gradients` puts the gradient links' words back into ``dW``.
 """
 
 from dataclasses import dataclass, field
@@ -27,13 +32,14 @@ from arch.pe_map import DESCRIPTOR, Op, VecMode, desc_addr, descriptor_writes, e
 from arch.ports import Port
 from arch.router_map import route_addr, route_mask
 from arch.tile_map import CORE_BASE, mesh_tile_addr_bits, tile_address
-from arch.wafer_map import ADAPTER, ADAPTER_COUNT_BITS, WeightMode, adapter_base
-from arch.wavelet import pack_wavelet, unpack_wavelet
+from arch.wafer_map import ADAPTER, ADAPTER_COUNT_BITS, adapter_base
+from arch.wavelet import pack_tagged, pack_wavelet, unpack_tagged, unpack_wavelet
 from models import pe
 
 __all__ = ["WaferCompileError", "WaferPhase", "compile_forward", "compile_backward_weight",
            "compile_backward_data", "forward_expected_outputs", "logits_expected_outputs",
-           "COLOR_GRAD", "COLOR_DX0", "COLOR_DZ", "dw_on_lanes", "backward_weight_west_in", "split_dx"]
+           "COLOR_GRAD", "COLOR_DX0", "COLOR_DZ", "dw_on_lanes", "backward_weight_west_in", "split_dx",
+           "weight_streams", "join_gradients"]
 
 FORWARD_COLORS = 4      # weights, psum chain, results (models.pe.COLOR_*), gradient chain
 COLOR_GRAD = 3          # the backward-weight column chain (south to north)
@@ -52,13 +58,14 @@ class WaferCompileError(ValueError):
 class WaferPhase:
     """One compiled phase: ``writes`` ``[(addr, word)]`` for the wafer's config bus (routes and
     SRAM first, then descriptors (:func:`_desc_writes`), then adapters), ``plan`` (models.pe plan),
-    ``out_edge`` (``"west"``/``"east"``), ``weight_words`` (the weight stream's length),
-    ``west_in`` (``{p: wavelet words}`` the host sends into the west edge of row p, or empty)."""
+    ``out_edge`` (``"west"``/``"east"``), ``link_words`` (words on each column's weight link, or
+    for backward-weight on its gradient link), ``west_in`` (``{p: wavelet words}`` the host
+    sends into the west edge of row p, or empty)."""
     name: str
     writes: list = field(default_factory=list)
     plan: dict = field(default_factory=dict)
     out_edge: str = "west"
-    weight_words: int = 0
+    link_words: list = field(default_factory=list)
     west_in: dict = field(default_factory=dict)
 
 
@@ -168,7 +175,7 @@ def _sram_loads(pes, lanes, *, m, k, batch, x16=None, dz16=None):
     return loads
 
 
-def _assemble(cfg, name, plan, loads, adapters, out_edge, weight_words, sram_needed):
+def _assemble(cfg, name, plan, loads, adapters, out_edge, link_words, sram_needed):
     if sram_needed > cfg.sram_words:
         raise WaferCompileError(f"the {name} phase needs {sram_needed} SRAM words per PE, "
                                 f"the PE has sram_words={cfg.sram_words}")
@@ -179,7 +186,7 @@ def _assemble(cfg, name, plan, loads, adapters, out_edge, weight_words, sram_nee
     writes += [(base + ADAPTER[reg] + i, int(v)) for reg, vals in adapters
                for i, v in enumerate(vals)]
     plan["commits"] = _commit_indices(cfg, plan, writes, bits)
-    return WaferPhase(name, writes, plan, out_edge, weight_words)
+    return WaferPhase(name, writes, plan, out_edge, link_words)
 
 
 def compile_forward(cfg, *, m, k, batch, x16=None, last=False):
@@ -215,10 +222,9 @@ def compile_forward(cfg, *, m, k, batch, x16=None, last=False):
             plan["routes"][(p, q)] = routes
         plan["edge_out"] = "E"
     loads = _sram_loads(plan["pes"], L, m=m, k=k, batch=batch, x16=x16)
-    adapters = [("W_COLOR", [pe.COLOR_W]), ("W_MODE", [WeightMode.ROWS]), ("W_ROW_LEN", [k]),
-                ("W_BOUND", [sl.stop for sl in plan["k_slices"]])]
-    return _assemble(cfg, "forward", plan, loads, adapters,
-                     "west" if plan["edge_out"] == "W" else "east", m * k, 0)
+    return _assemble(cfg, "forward", plan, loads, [("W_COLOR", [pe.COLOR_W])],
+                     "west" if plan["edge_out"] == "W" else "east",
+                     [m * len(sl) for sl in plan["k_slices"]], 0)
 
 
 def dw_on_lanes(cfg, k):
@@ -236,8 +242,8 @@ def compile_backward_weight(cfg, *, m, k, batch, x16=None, dz16=None):
     on ``COLOR_GRAD``, one L-word vector at a time: the south PE sends its partials north (VEC
     PASS); every other PE stores the incoming sums (STORE from the south) and sends
     ``fp32_add(incoming, own)`` north (VEC ADD, as each own vector is ready); the north PE's sums
-    leave at the north edge into the gradient mux (``grads``, rows of dW in order, ``last`` on the
-    final word).
+    leave at the north edge on gradient link q (``grads[q]``: the rows of ``dW[:, K_q]`` in order,
+    ``last`` on the final word; :func:`join_gradients`).
 
     Partials, when :func:`dw_on_lanes`: **FMAC broadcasts on the lanes**. PE(p, q) holds ``X^T``
     (``x_base``: for each sample b of ``B_p``, its ``|K_q|`` features); the host sends ``dZ`` into
@@ -307,10 +313,9 @@ def compile_backward_weight(cfg, *, m, k, batch, x16=None, dz16=None):
         loads = _bw_lane_loads(pes, L, k=k, batch=batch, x16=x16)
     else:
         loads = _sram_loads(pes, L, m=m, k=k, batch=batch, x16=x16, dz16=dz16)
-    adapters = [("G_ROW_LEN", [k]), ("G_COUNT", [m * k]),
-                ("G_BOUND", [sl.stop for sl in k_slices])]
-    phase = _assemble(cfg, "backward-weight", plan, loads, adapters, "grads", 0,
-                      max(i["sram"] for i in pes.values()))
+    adapters = [("G_COUNT", [words[q] for q in range(Q)])]
+    phase = _assemble(cfg, "backward-weight", plan, loads, adapters, "grads",
+                      [words[q] for q in range(Q)], max(i["sram"] for i in pes.values()))
     if lanes and dz16 is not None:
         phase.west_in = backward_weight_west_in(cfg, m=m, k=k, batch=batch, dz16=dz16)
     return phase
@@ -345,14 +350,13 @@ def _bw_lane_loads(pes, lanes, *, k, batch, x16=None):
 def compile_backward_data(cfg, *, m, k, batch, x16=None, dz16=None):
     """The backward-data phase of a ``m x k`` layer: ``dZ_prev = mask(X) * bf16(W^T dZ)``
     (kernels.backward_data). W streams **transposed** (row k of ``W^T`` = column k of W, m
-    ascending; the weight demux in ``W_MODE = 1`` sends row k to the column owning k, multicast
-    down it): a PE has one accumulator row, so it FMACs over its stored ``dZ[M, B_p]``
-    (``dz_base``) and finishes ``dX[k, B_p]`` after M wavelets, in the kernel's ascending-m
+    ascending, on the weight link of the column owning k, multicast down it; :func:`weight_streams`
+    with ``transposed=True``): a PE has one accumulator row, so it FMACs over its stored
+    ``dZ[M, B_p]`` (``dz_base``) and finishes ``dX[k, B_p]`` after M wavelets, in the kernel's ascending-m
     order. A VEC MASK (A = the stored activation ``X[k, B_p]``, B = the fp32 row) + bf16 round
     stores ``dZ_prev[K_q, B_p]`` at ``dx_base`` (one vector per k, bf16 in the upper half) and
-    sends it out of the west edge of row p on color ``COLOR_DX0 + q`` (one color per column, so
-    the host can tell the interleaved columns apart). With ``x16`` / ``dz16`` the writes load
-    them."""
+    sends it out of the west edge of row p on color ``COLOR_DX0 + q`` (one color per column, so the
+    host can tell the interleaved columns apart). With ``x16`` / ``dz16`` the writes load them."""
     _check_fit(cfg, m=m, k=k, batch=batch)
     P, Q, L = cfg.mesh_rows, cfg.mesh_cols, cfg.lanes
     if cfg.num_colors < COLOR_DX0 + Q:
@@ -383,10 +387,8 @@ def compile_backward_data(cfg, *, m, k, batch, x16=None, dz16=None):
             routes[(p, q)] += [(COLOR_DX0 + e, "E", ["W"]) for e in range(q + 1, Q)]
     plan = {"pes": pes, "routes": routes, "k_slices": k_slices, "edge_out": None}
     loads = _sram_loads(pes, L, m=m, k=k, batch=batch, x16=x16, dz16=dz16)
-    adapters = [("W_COLOR", [pe.COLOR_W]), ("W_MODE", [WeightMode.TRANSPOSED]), ("W_ROW_LEN", [m]),
-                ("W_BOUND", [sl.stop for sl in k_slices])]
-    return _assemble(cfg, "backward-data", plan, loads, adapters, None, m * k,
-                     max(i["sram"] for i in pes.values()))
+    return _assemble(cfg, "backward-data", plan, loads, [("W_COLOR", [pe.COLOR_W])], None,
+                     [m * len(sl) for sl in k_slices], max(i["sram"] for i in pes.values()))
 
 
 def forward_expected_outputs(cfg, a16):
@@ -420,4 +422,39 @@ def split_dx(cfg, words, k):
         if len(mine) != len(sl) * L:
             raise ValueError(f"column {q}: {len(mine)} dZ_prev words, expected {len(sl) * L}")
         out[sl.start:sl.stop] = (mine >> 16).astype(np.uint16).reshape(len(sl), L)
+    return out
+
+
+def weight_streams(cfg, w16, *, transposed=False):
+    """What the host sends on each weight link for bf16 weights ``w16`` (``M x K`` bit patterns):
+    a list of ``Q`` tagged-word arrays (uint64, ``arch.wavelet.pack_tagged``: the bf16 in the low
+    half, ``last`` on each link's final word). Link ``q`` carries ``W[:, K_q]`` row by row
+    (forward), or with ``transposed`` the rows ``k`` of ``W^T`` for ``k`` in ``K_q``, m ascending
+    (backward-data)."""
+    w16 = np.asarray(w16)
+    if w16.ndim != 2 or w16.shape[1] < cfg.mesh_cols:
+        raise WaferCompileError(f"weights of shape {w16.shape} cannot be split over "
+                                f"{cfg.mesh_cols} mesh columns")
+    out = []
+    for sl in pe._split(w16.shape[1], cfg.mesh_cols):
+        part = np.ascontiguousarray(w16[:, sl].T if transposed else w16[:, sl]).ravel()
+        out.append(pack_tagged(part.astype(np.uint64), np.arange(len(part)) == len(part) - 1))
+    return out
+
+
+def join_gradients(cfg, links, *, m, k):
+    """``dW`` (``m x k`` fp32 bit patterns, uint32) from the tagged words received on each
+    gradient link (link ``q``: the rows of ``dW[:, K_q]`` in order); raises ``ValueError`` when a
+    link has the wrong number of words or ``last`` is not exactly on its final word."""
+    slices = pe._split(k, cfg.mesh_cols)
+    if len(links) != len(slices):
+        raise ValueError(f"{len(links)} gradient links, the wafer has {len(slices)} columns")
+    out = np.zeros((m, k), dtype=np.uint32)
+    for q, (sl, words) in enumerate(zip(slices, links)):
+        data, lasts = unpack_tagged(np.asarray(words, dtype=np.uint64))
+        if len(data) != m * len(sl):
+            raise ValueError(f"gradient link {q}: {len(data)} words, expected {m * len(sl)}")
+        if not lasts[-1] or lasts[:-1].any():
+            raise ValueError(f"gradient link {q}: 'last' must mark only the final word")
+        out[:, sl] = data.astype(np.uint32).reshape(m, len(sl))
     return out

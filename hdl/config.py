@@ -61,9 +61,6 @@ class Config:
         Cycles from operands to result of the pipelined fp stream units (the ``fp32_add`` and
         ``bf16_mul`` tops and the SwarmX adders), 2..6: 2 is the input and output register around
         the combinational core, every cycle above 2 a register stage inside it (docs/fp_units.md).
-    grad_fifo_depth : int
-        Gradient words buffered per mesh column in the wafer's gradient mux (docs/wafer.md), so a
-        column's chain runs ahead while the mux takes the other columns' words of a row; >= 2.
     """
 
     num_colors: int = 24
@@ -77,7 +74,6 @@ class Config:
     sram_banks: int = 8
     num_tasks: int = 8
     fp_latency: int = 2
-    grad_fifo_depth: int = 64
 
     def __post_init__(self):
         for field in dataclasses.fields(self):
@@ -103,7 +99,6 @@ class Config:
         check("sram_banks", _is_pow2(self.sram_banks) and self.sram_words % self.sram_banks == 0,
               "must be a power of two dividing sram_words")
         check("num_tasks", 1 <= self.num_tasks <= MAX_TASKS, f"must be in 1..{MAX_TASKS}")
-        check("grad_fifo_depth", self.grad_fifo_depth >= 2, "must be >= 2")
         check("fp_latency", self.fp_latency in FP_LATENCIES,
               f"must be in {FP_LATENCIES.start}..{FP_LATENCIES.stop - 1}")
 

@@ -1,16 +1,18 @@
-"""A weight-streaming system top (docs/wafer.md): a SwarmX tree (:class:`hdl.swarmx.SwarmxTree`)
-feeding ``N = cfg.swarmx_leaves`` RTL wafers (:class:`hdl.wafer.Wafer`).
+"""A weight-streaming system top (docs/wafer.md): ``N = cfg.swarmx_leaves`` RTL wafers
+(:class:`hdl.wafer.Wafer`) behind ``Q = cfg.mesh_cols`` SwarmX trees (:class:`hdl.swarmx.SwarmxTree`),
+one per weight/gradient link (a mesh column of every wafer).
 
 ::
 
-    weights --> SwarmxTree.bcast_in --bcast_out[n]--> wafer<n>.weights
-    wafer<n>.grads --> SwarmxTree.reduce_in[n] --reduce_out--> grads
+    weights[q] --> tree<q>.bcast_in --bcast_out[n]--> wafer<n>.weights[q]
+    wafer<n>.grads[q] --> tree<q>.reduce_in[n] --reduce_out--> grads[q]
 
 Ports (``P = cfg.mesh_rows``)
 -----------------------------
-``weights: In(stream.Signature(TaggedWord))`` (from MemoryX: bf16 in the low half, ``last`` on a
-layer's final word), ``grads: Out(stream.Signature(TaggedWord))`` (to MemoryX: fp32 sums of the
-N wafers' gradient words in tree order), ``cfg: In(ConfigBus()).array(N)`` (wafer n's bus, see
+``weights: In(stream.Signature(TaggedWord)).array(Q)`` (from MemoryX: link ``q`` carries the
+weights of column ``q``, bf16 in the low half), ``grads: Out(stream.Signature(TaggedWord)).array(Q)``
+(to MemoryX: on link ``q`` the fp32 sums of the N wafers' column-``q`` gradient words in tree
+order), ``cfg: In(ConfigBus()).array(N)`` (wafer n's bus, see
 :mod:`hdl.wafer`), ``west_in``, ``west_out``, ``east_in``, ``east_out``: ``N x P`` arrays of
 wavelet streams (the host edges of wafer n, row p), ``error: Out(1)`` (SwarmX last mismatch or
 any router error), ``fault: Out(1)`` (any PE core fault).
@@ -29,16 +31,16 @@ __all__ = ["System"]
 
 
 class System(wiring.Component):
-    """SwarmX tree + ``cfg.swarmx_leaves`` wafers of ``cfg.mesh_rows x cfg.mesh_cols`` PE tiles."""
+    """A SwarmX tree per mesh column + ``cfg.swarmx_leaves`` wafers of ``cfg.mesh_rows x cfg.mesh_cols`` PE tiles."""
 
     def __init__(self, cfg):
-        n, P = cfg.swarmx_leaves, cfg.mesh_rows
+        n, P, Q = cfg.swarmx_leaves, cfg.mesh_rows, cfg.mesh_cols
         self._cfg = cfg
-        self.tree = SwarmxTree.from_config(cfg)
+        self.trees = [SwarmxTree.from_config(cfg) for _ in range(Q)]
         self.wafers = [Wafer(cfg) for _ in range(n)]
         wave, tagged = stream.Signature(Wavelet), stream.Signature(TaggedWord)
         super().__init__({
-            "weights": In(tagged), "grads": Out(tagged),
+            "weights": In(tagged).array(Q), "grads": Out(tagged).array(Q),
             "cfg": In(ConfigBus()).array(n),
             "west_in": In(wave).array(n, P), "west_out": Out(wave).array(n, P),
             "east_in": In(wave).array(n, P), "east_out": Out(wave).array(n, P),
@@ -51,14 +53,17 @@ class System(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.tree = tree = self.tree
-        wiring.connect(m, wiring.flipped(self.weights), tree.bcast_in)
-        wiring.connect(m, tree.reduce_out, wiring.flipped(self.grads))
-        error, fault = tree.error, 0
+        error, fault = 0, 0
+        for q, tree in enumerate(self.trees):
+            m.submodules[f"tree{q}"] = tree
+            wiring.connect(m, wiring.flipped(self.weights[q]), tree.bcast_in)
+            wiring.connect(m, tree.reduce_out, wiring.flipped(self.grads[q]))
+            for i, wafer in enumerate(self.wafers):
+                wiring.connect(m, tree.bcast_out[i], wafer.weights[q])
+                wiring.connect(m, wafer.grads[q], tree.reduce_in[i])
+            error = error | tree.error
         for i, wafer in enumerate(self.wafers):
             m.submodules[f"wafer{i}"] = wafer
-            wiring.connect(m, tree.bcast_out[i], wafer.weights)
-            wiring.connect(m, wafer.grads, tree.reduce_in[i])
             wiring.connect(m, wiring.flipped(self.cfg[i]), wafer.cfg)
             for p in range(self._cfg.mesh_rows):
                 wiring.connect(m, wiring.flipped(self.west_in[i][p]), wafer.west_in[p])

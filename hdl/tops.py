@@ -41,7 +41,7 @@ TOPS = {
     # Wafer: mesh_rows x mesh_cols PE tiles + SwarmX weight/gradient adapters + host edges
     # (docs/wafer.md).
     "wafer": lambda cfg: Wafer(_pe_banks(cfg)),
-    # System: SwarmX tree + 2 wafers of 2x2 PE tiles, the `make sim` default size (other fields
+    # System: a SwarmX tree per mesh column + 2 wafers of 2x2 PE tiles, the `make sim` default size (other fields
     # from cfg; any size: hdl.system.System(cfg)) (docs/wafer.md).
     "system": lambda cfg: System(_pe_banks(cfg.replace(mesh_rows=2, mesh_cols=2,
                                                        swarmx_leaves=2))),

@@ -1,24 +1,19 @@
 """A wafer (docs/wafer.md): ``cfg.mesh_rows x cfg.mesh_cols`` PE tiles (a :class:`~hdl.mesh.Mesh`
-with a :class:`~hdl.pe_core.PeCore` on every RAMP port) plus the edge adapters that join it to a
-SwarmX leaf and to the host.
+with a :class:`~hdl.pe_core.PeCore` on every RAMP port) plus the edge adapters that join it to its
+SwarmX links (one per mesh column) and to the host.
 
 Ports (``P = cfg.mesh_rows``, ``Q = cfg.mesh_cols``)
 ----------------------------------------------------
-``weights: In(stream.Signature(TaggedWord))``: the weight stream of a SwarmX leaf, one bf16 per
-    word in the **low** 16 bits, rows of ``W`` in order (``W_ROW_LEN`` words per row). The *weight
-    demux* turns word ``k`` of every row (``k`` counts ``0 .. W_ROW_LEN-1`` and restarts after
-    ``last``) into a wavelet ``{color: W_COLOR, data: bf16 << 16}`` on the north edge of the
-    column ``q`` whose slice holds ``k`` (``W_BOUND[q-1] <= k < W_BOUND[q]``): the column split of
-    the K dimension of docs/architecture.md#layer-mapping. With ``W_MODE = 1`` (a transposed stream, row ``k`` of
-    ``W^T`` = column k of W, for backward-data) the column is chosen by the *row* index instead
-    (rows counted from 0 after ``last``). Combinational: a word is taken when that column's router
-    takes the wavelet (one per cycle).
-``grads: Out(stream.Signature(TaggedWord))``: the *gradient mux*, the same split in reverse:
-    each column's north-edge words go into a FIFO of ``grad_fifo_depth`` words (a word written in
-    cycle ``t`` can leave from ``t + 2``; the column is back-pressured when its FIFO is full), and
-    word ``k`` of every row (``G_ROW_LEN`` per row) is taken from the FIFO of the column holding
-    ``k`` (``G_BOUND``), its 32 data bits passed as they are; ``last`` on word ``G_COUNT - 1``
-    (then the count restarts).
+``weights: In(stream.Signature(TaggedWord)).array(Q)``: the weight links, one per mesh column
+    (each the broadcast output of a SwarmX tree): word ``{data, last}`` of link ``q``, one bf16 in
+    the **low** 16 bits, becomes a wavelet ``{color: W_COLOR, data: bf16 << 16}`` on the north edge
+    of column ``q``. Which words go on which link is the sender's choice (the compiler's column
+    split of K, docs/architecture.md#layer-mapping); ``last`` is not looked at. Combinational:
+    a word is taken when the column's router takes the wavelet (one per cycle per link).
+``grads: Out(stream.Signature(TaggedWord)).array(Q)``: the gradient links: the words leaving the
+    north edge of column ``q`` (their 32 data bits as they are), ``last`` on word
+    ``G_COUNT[q] - 1`` of a block (then the count restarts). Valid and payload come from the
+    router's output register.
 ``west_in``, ``west_out``, ``east_in``, ``east_out``: arrays of P wavelet streams, the host's
     ports on the west / east edges of row ``p`` (activations, labels, dZ in; results out). The
     host takes every color (accept masks all ones).
@@ -35,7 +30,6 @@ the bus) shadow whatever the mesh has there. ``rdata`` is valid one cycle after 
 
 from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from arch.config_bus import ADDR_BITS
@@ -75,7 +69,7 @@ class Wafer(wiring.Component):
         tagged = stream.Signature(TaggedWord)
         super().__init__({
             "cfg": In(ConfigBus()), "error": Out(1), "fault": Out(1),
-            "weights": In(tagged), "grads": Out(tagged),
+            "weights": In(tagged).array(Q), "grads": Out(tagged).array(Q),
             "west_in": In(wave).array(P), "west_out": Out(wave).array(P),
             "east_in": In(wave).array(P), "east_out": Out(wave).array(P),
         })
@@ -104,20 +98,11 @@ class Wafer(wiring.Component):
 
         # Adapter registers.
         w_color = Signal(COLOR_BITS)
-        w_mode = Signal(1)
-        w_row_len = Signal(COUNT_BITS)
-        g_row_len = Signal(COUNT_BITS)
-        g_count = Signal(COUNT_BITS)
         w_taken = Signal(32)
         g_sent = Signal(32)
-        w_bound = [Signal(COUNT_BITS, name=f"w_bound_{q}") for q in range(Q)]
-        g_bound = [Signal(COUNT_BITS, name=f"g_bound_{q}") for q in range(Q)]
-        regs = {ADAPTER["W_COLOR"]: w_color, ADAPTER["W_ROW_LEN"]: w_row_len,
-                ADAPTER["W_MODE"]: w_mode,
-                ADAPTER["G_ROW_LEN"]: g_row_len, ADAPTER["G_COUNT"]: g_count,
-                ADAPTER["W_TAKEN"]: w_taken, ADAPTER["G_SENT"]: g_sent}
-        regs.update({ADAPTER["W_BOUND"] + q: s for q, s in enumerate(w_bound)})
-        regs.update({ADAPTER["G_BOUND"] + q: s for q, s in enumerate(g_bound)})
+        g_count = [Signal(COUNT_BITS, name=f"g_count_{q}") for q in range(Q)]
+        regs = {ADAPTER["W_COLOR"]: w_color, ADAPTER["W_TAKEN"]: w_taken, ADAPTER["G_SENT"]: g_sent}
+        regs.update({ADAPTER["G_COUNT"] + q: s for q, s in enumerate(g_count)})
         writable = set(regs) - {ADAPTER["W_TAKEN"], ADAPTER["G_SENT"]}
 
         bus = self.cfg
@@ -137,76 +122,49 @@ class Wafer(wiring.Component):
                 m.d.sync += rd_value.eq(0)
         m.d.comb += bus.rdata.eq(Mux(rd_adapter, rd_value, mesh.cfg.rdata))
 
-        wk = Signal(COUNT_BITS)     # index of the next weight word within its row
-        wr = Signal(COUNT_BITS)     # row of the next weight word (since the last `last`)
-        gk = Signal(COUNT_BITS)
-        gn = Signal(COUNT_BITS)     # gradient words sent in the current block
-
-        # Weight demux: column of word wk = number of bounds <= wk.
-        w_sel = _column(m, Mux(w_mode, wr, wk), w_bound, "w_sel")
-        w_ready = Signal()
+        # Weight links: link q into the north edge of column q.
+        taken = []
         for q in range(Q):
-            n_in = mesh.n_in[q]
-            m.d.comb += [n_in.payload.data.eq(self.weights.payload.data[:16] << 16),
-                         n_in.payload.color.eq(w_color),
-                         n_in.valid.eq(self.weights.valid & (w_sel == q))]
-            with m.If(w_sel == q):
-                m.d.comb += w_ready.eq(n_in.ready)
-        m.d.comb += self.weights.ready.eq(w_ready)
-        w_fire = self.weights.valid & self.weights.ready
-        with m.If(w_fire):
-            m.d.sync += w_taken.eq(w_taken + 1)
-            with m.If(self.weights.payload.last):
-                m.d.sync += [wk.eq(0), wr.eq(0)]
-            with m.Elif(wk + 1 >= w_row_len):
-                m.d.sync += [wk.eq(0), wr.eq(wr + 1)]
-            with m.Else():
-                m.d.sync += wk.eq(wk + 1)
+            link, n_in = self.weights[q], mesh.n_in[q]
+            m.d.comb += [n_in.payload.data.eq(link.payload.data[:16] << 16),
+                         n_in.payload.color.eq(w_color), n_in.valid.eq(link.valid),
+                         link.ready.eq(n_in.ready)]
+            taken.append(link.valid & link.ready)
+        m.d.sync += w_taken.eq(w_taken + _ones(m, taken, "w_fires"))
 
-        # Gradient mux: a FIFO per column, taken column by column along each row.
-        g_sel = _column(m, gk, g_bound, "g_sel")
+        # Gradient links: the north edge of column q out of link q, ``last`` every G_COUNT[q] words.
+        sent = []
+        count_written = [Signal(name=f"g_count_written_{q}") for q in range(Q)]
         for q in range(Q):
-            n_out = mesh.n_out[q]
-            fifo = m.submodules[f"grad_fifo{q}"] = SyncFIFOBuffered(width=32, depth=cfg.grad_fifo_depth)
-            m.d.comb += [fifo.w_data.eq(n_out.payload.data), fifo.w_en.eq(n_out.valid),
-                         n_out.ready.eq(fifo.w_rdy), fifo.r_en.eq(self.grads.ready & (g_sel == q))]
-            with m.If(g_sel == q):
-                m.d.comb += [self.grads.valid.eq(fifo.r_rdy),
-                             self.grads.payload.data.eq(fifo.r_data)]
-        last = gn + 1 >= g_count
-        m.d.comb += self.grads.payload.last.eq(last)
-        with m.If(self.grads.valid & self.grads.ready):
-            m.d.sync += [g_sent.eq(g_sent + 1), gn.eq(gn + 1)]
-            with m.If(last):
-                m.d.sync += [gn.eq(0), gk.eq(0)]
-            with m.Elif(gk + 1 >= g_row_len):
-                m.d.sync += gk.eq(0)
-            with m.Else():
-                m.d.sync += gk.eq(gk + 1)
+            link, n_out = self.grads[q], mesh.n_out[q]
+            gn = Signal(COUNT_BITS, name=f"g_index_{q}")   # words sent in the current block
+            last = gn + 1 >= g_count[q]
+            m.d.comb += [link.payload.data.eq(n_out.payload.data), link.payload.last.eq(last),
+                         link.valid.eq(n_out.valid), n_out.ready.eq(link.ready)]
+            fire = link.valid & link.ready
+            sent.append(fire)
+            with m.If(count_written[q]):
+                m.d.sync += gn.eq(0)
+            with m.Elif(fire):
+                m.d.sync += gn.eq(Mux(last, 0, gn + 1))
+        m.d.sync += g_sent.eq(g_sent + _ones(m, sent, "g_fires"))
 
-        # Register writes (after the counters: a row-length write restarts its counter).
+        # Register writes.
         with m.If(bus.we & to_adapter):
             with m.Switch(local):
                 for a in sorted(writable):
                     with m.Case(a):
                         m.d.sync += regs[a].eq(bus.wdata)
-                        if a == ADAPTER["W_ROW_LEN"]:
-                            m.d.sync += [wk.eq(0), wr.eq(0)]
-                        if a in (ADAPTER["G_ROW_LEN"], ADAPTER["G_COUNT"]):
-                            m.d.sync += [gk.eq(0), gn.eq(0)]
+                        if a >= ADAPTER["G_COUNT"]:
+                            m.d.comb += count_written[a - ADAPTER["G_COUNT"]].eq(1)
 
         faults = Cat(*(mesh.cores[r][q].fault for r in range(P) for q in range(Q)))
         m.d.comb += [self.error.eq(mesh.error), self.fault.eq(faults.any())]
         return m
 
 
-def _column(m, k, bounds, name):
-    """Signal = number of ``bounds`` that are ``<= k`` (the column whose slice holds ``k``),
-    clamped to the last column."""
-    sel = Signal(range(len(bounds)), name=name)
-    total = 0
-    for b in bounds[:-1]:
-        total = total + (b <= k)
-    m.d.comb += sel.eq(total)
-    return sel
-
+def _ones(m, bits, name):
+    """Signal = how many of the one-bit ``bits`` are high."""
+    total = Signal(range(len(bits) + 1), name=name)
+    m.d.comb += total.eq(sum(bits))
+    return total

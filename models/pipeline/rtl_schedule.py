@@ -9,26 +9,24 @@ compiler (``compiler/wafer.py``) and the bench actually run, phase by phase. Two
 * **Configuration** (every phase): the configuration player writes one word per cycle after one
   idle cycle following ``start`` (:data:`PLAYER_START_CYCLES`): ``writes + 1`` cycles.
 * **Run, closed formula without contention** (``forward_run_cycles``, ``backward_data_run_cycles``,
-  ``backward_weight_run_cycles``): the weight player starts one cycle after ``go`` and streams
-  ``M*K`` words at one per cycle into the SwarmX tree (broadcast latency ``depth``); the weight
-  demux puts the last one (column ``Q-1``) into the north router of column ``Q-1``; it reaches the
-  RAMP of row ``P-1`` after ``(P-1) + 2`` cycles (``models.fabric.zero_load_latency``), completes
-  the FMAC row, and the VEC that waited on it (forward: ADD, or PASS for one column; backward-
-  data: MASK) sends its first word ``DEP_TO_TX_CYCLES`` later and its last ``L-1`` after that; the
-  results cross ``Q-1`` links west (the logits: none, east edge) to the edge (``+2``), and the
-  recorder's count shows the word one cycle later. Backward-weight: the north PE's DOT words and
+  ``backward_weight_run_cycles``): the weight players (one per mesh column, each on its own
+  SwarmX tree) start one cycle after ``go`` and stream their column's ``M*|K_q|`` words at one
+  per cycle (broadcast latency ``depth``) into the north router of their column; the last word
+  reaches the RAMP of row ``P-1`` after ``(P-1) + 2`` cycles (``models.fabric.zero_load_latency``),
+  completes the FMAC row, and the VEC that waited on it (forward: ADD, or PASS for one column;
+  backward-data: MASK) sends its first word ``DEP_TO_TX_CYCLES`` later and its last ``L-1`` after
+  that; the results cross the links west (the logits: none, east edge) to the edge (``+2``), and
+  the recorder's count shows the word one cycle later. Backward-weight: the north PE's DOT words and
   chain ADDs (``unit_cycles(L)`` each) after its DOT commits during configuration, minus the
-  writes after that commit, then router, reduce tree and recorder. These are lower bounds; the
-  backward-data one is exact while ``M > unit_cycles(L)``.
+  writes after that commit, then router, reduce tree and recorder. These are lower bounds.
 * **Run, exact** (:func:`simulated_run_cycles`): the closed-loop cycle simulation of the phase
   (:func:`models.pipeline.wafer_cycles.simulate_phase`: the cycle-exact fabric model stepped one
-  cycle at a time + a timing model of each PE's wavelet engine and vector unit + the weight demux
-  / gradient mux) on the compiler's plan (descriptors and routes). It adds what the formulas
+  cycle at a time + a timing model of each PE's wavelet engine and vector unit + the weight and
+  gradient links) on the compiler's plan (descriptors and routes). It adds what the formulas
   leave out: RAMP-port contention in the forward pass (the psum and result words of a row share
-  a PE's RAMP port with the weights of a later row, so the demux waits), vector-unit stores
-  waiting on a stage-1 SRAM write to the same bank (``RtlHardware.sram_banks``) and, in
-  backward-weight, the gradient mux taking each dW row column by column (a column's chain waits
-  on ``tx`` when its FIFO is full).
+  a PE's RAMP port with the weights of a later row, so the weight link waits), the columns'
+  results sharing a row's links to the edge, and vector-unit stores waiting on a stage-1 SRAM
+  write to the same bank (``RtlHardware.sram_banks``).
   A closed formula for those would have to replay the same arbitration, so the model composes
   the cycle-level parts instead (fast: well under a second for the default step).
 
@@ -61,19 +59,15 @@ RECORDER_COUNT_CYCLES = 1
 # Cycles from the configuration player's last write to the ``go`` pulse's cycle, at least: the
 # harness registers ``cfg_done`` (one cycle after the players finish), the bench pulses ``go``.
 GO_CYCLES = 2
-# Adapter words a backward-weight phase writes besides one ``G_BOUND`` per column
-# (``G_ROW_LEN``, ``G_COUNT``).
-BW_ADAPTER_WORDS = 2
 
 
 @dataclass(frozen=True)
 class RtlHardware:
     """The RTL system: ``systems`` wafers of ``mesh_rows x mesh_cols`` PEs with ``lanes`` lanes
     and ``sram_banks`` SRAM banks (a power of two, ``Config.sram_banks`` as the PE core is built,
-    default 8), routers of ``num_colors`` colors and ``vc_depth``-word channels, a gradient mux
-    with ``grad_fifo_depth`` words per column (``Config.grad_fifo_depth``, default 64), behind a
-    SwarmX tree whose adders have latency ``swarmx_adder_latency`` (``Config.fp_latency``, default
-    2)."""
+    default 8), routers of ``num_colors`` colors and ``vc_depth``-word channels, behind a SwarmX
+    tree per mesh column whose adders have latency ``swarmx_adder_latency`` (``Config.fp_latency``,
+    default 2)."""
     mesh_rows: int
     mesh_cols: int
     lanes: int
@@ -82,11 +76,10 @@ class RtlHardware:
     num_colors: int = 8
     vc_depth: int = 4
     sram_banks: int = 8
-    grad_fifo_depth: int = 64
 
     def __post_init__(self):
         for name in ("mesh_rows", "mesh_cols", "lanes", "systems", "swarmx_adder_latency",
-                     "num_colors", "vc_depth", "sram_banks", "grad_fifo_depth"):
+                     "num_colors", "vc_depth", "sram_banks"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"RtlHardware.{name} must be an int >= 1, got {v!r}")
@@ -130,8 +123,8 @@ def config_cycles(writes):
 
 
 def _stream_to_last_pe(hw, words):
-    """Cycles from ``go`` until the last of ``words`` weight words reaches the RAMP of the last
-    mesh row (stream at one word per cycle, broadcast, demux, ``P - 1`` links down)."""
+    """Cycles from ``go`` until the last of a link's ``words`` weight words reaches the RAMP of
+    the last mesh row (one word per cycle, broadcast, ``P - 1`` links down)."""
     return (PLAYER_START_CYCLES + words + hw.swarmx.broadcast_latency
             + zero_load_latency(hw.mesh_rows - 1))
 
@@ -144,21 +137,21 @@ def _vector_out(hw, edge_links):
 
 def forward_run_cycles(m, k, hw, *, last=False):
     """Lower bound of the forward run cycles of an ``m x k`` layer (``last``: the logits layer,
-    out of the east edge of column ``Q - 1``; otherwise out of the west edge, ``Q - 1`` links)."""
+    out of the east edge of column ``Q - 1``; otherwise out of the west edge, ``Q - 1`` links):
+    the last weight of column ``Q - 1``'s link completes the row chain at the east PE."""
     _check_layer(m, k, hw)
     Q = hw.mesh_cols
     links = 0 if (last or Q == 1) else Q - 1
-    return _stream_to_last_pe(hw, m * k) + _vector_out(hw, links)
+    return _stream_to_last_pe(hw, m * _split_sizes(k, Q)[-1]) + _vector_out(hw, links)
 
 
 def backward_data_run_cycles(m, k, hw):
-    """``(cycles, exact)``: backward-data run cycles of an ``m x k`` layer (``W^T`` streamed,
-    ``dZ_prev`` out of the west edge); exact when ``m > unit_cycles(lanes)``: each MASK is done
-    before the next row's stage-1 write (at ``m == unit_cycles(lanes)`` that write comes in the
-    MASK's last cycle and stalls its store when it hits the same bank)."""
+    """Lower bound of the backward-data run cycles of an ``m x k`` layer (``W^T`` streamed, row
+    ``k`` on the link of the column owning it; ``dZ_prev`` out of the west edge): the slowest
+    column's last row, its MASK and the ``q`` links west."""
     _check_layer(m, k, hw)
-    cycles = _stream_to_last_pe(hw, m * k) + _vector_out(hw, hw.mesh_cols - 1)
-    return cycles, m > unit_cycles(hw.lanes)
+    return max(_stream_to_last_pe(hw, m * kq) + _vector_out(hw, q)
+               for q, kq in enumerate(_split_sizes(k, hw.mesh_cols)))
 
 
 def backward_weight_desc_counts(hw):
@@ -174,7 +167,8 @@ def backward_weight_run_cycles(m, k, hw, *, lanes=False):
 
     ``lanes=False`` (VEC DOT, ``compiler.wafer.dw_on_lanes`` false): the north PE of column ``q``
     commits its DOT as the last write of its tile's descriptors; after it come the other tiles'
-    descriptors (raster order) and ``2 + Q`` adapter words, then :data:`GO_CYCLES` until ``go``;
+    descriptors (raster order) and ``Q`` adapter words (``G_COUNT``), then :data:`GO_CYCLES` until
+    ``go``;
     it makes ``M |K_q|`` DOT words and, with ``P > 1``, ``M |K_q| / L`` chain ADDs.
     ``lanes=True`` (partials on the lanes): the host's dZ stream starts at the west edge
     :data:`PLAYER_START_CYCLES` ``+ 1`` cycles after ``go``; a north PE then takes ``M |K_q|`` dZ
@@ -185,7 +179,7 @@ def backward_weight_run_cycles(m, k, hw, *, lanes=False):
     count."""
     _check_layer(m, k, hw)
     P, Q, L = hw.mesh_rows, hw.mesh_cols, hw.lanes
-    adapters = BW_ADAPTER_WORDS + Q
+    adapters = Q
     tail = zero_load_latency(0) + hw.swarmx.reduce_latency + RECORDER_COUNT_CYCLES
     if lanes:
         kq = max(_split_sizes(k, Q))
@@ -210,28 +204,26 @@ def simulated_run_cycles(kind, plan, m, k, hw, *, writes=0, last=False):
     of the east edge)."""
     _check_layer(m, k, hw)
     P, Q, L = hw.mesh_rows, hw.mesh_cols, hw.lanes
-    col = [q for q, n in enumerate(_split_sizes(k, Q)) for _ in range(n)]
+    per_link = {q: m * kq for q, kq in enumerate(_split_sizes(k, Q))}
     common = dict(rows=P, cols=Q, lanes=L, sram_banks=hw.sram_banks, num_colors=hw.num_colors,
-                  vc_depth=hw.vc_depth, grad_fifo_depth=hw.grad_fifo_depth)
+                  vc_depth=hw.vc_depth)
     if kind == "backward-weight":
         # Cycles count so that write ``i`` transfers in cycle ``i - 1`` (what it commits acts
         # from cycle ``i``); ``go`` comes GO_CYCLES after the last write (cycle ``writes - 2``).
         go = writes - 2 + GO_CYCLES
-        done = simulate_phase(plan, mux_cols=[col[j] for _ in range(m) for j in range(k)],
-                              commits=plan["commits"], west_in=plan.get("west_in"),
+        done = simulate_phase(plan, grads=per_link, commits=plan["commits"],
+                              west_in=plan.get("west_in"),
                               west_first=go + PLAYER_START_CYCLES + 1, **common)
         # ``done`` needs ``go`` low: at least one run cycle even if the words were all in before.
         return max(done + hw.swarmx.reduce_latency + RECORDER_COUNT_CYCLES - go, 1)
     if kind == "forward":
-        stream = [col[j] for _ in range(m) for j in range(k)]
         edge = (Q - 1, "E") if (last or Q == 1) else (0, "W")
         words = m * L
     elif kind == "backward-data":
-        stream = [col[j] for j in range(k) for _ in range(m)]
         edge, words = (0, "W"), k * L
     else:
         raise ValueError(f"unknown phase kind {kind!r}")
-    done = simulate_phase(plan, stream_cols=stream, weight_color=_COLOR_W,
+    done = simulate_phase(plan, streams=per_link, weight_color=_COLOR_W,
                           first=PLAYER_START_CYCLES + 1 + hw.swarmx.broadcast_latency,
                           sinks={(p, edge[0], edge[1]): words for p in range(P)}, **common)
     return done + RECORDER_COUNT_CYCLES
@@ -261,7 +253,7 @@ def step_schedule(dims, hw, phases):
         add("forward", l, forward_run_cycles(dims[l + 1], dims[l], hw, last=l == n - 1))
     for l in range(n - 1, -1, -1):
         if l > 0:
-            add("backward-data", l, backward_data_run_cycles(dims[l + 1], dims[l], hw)[0])
+            add("backward-data", l, backward_data_run_cycles(dims[l + 1], dims[l], hw))
         lanes = phases.get(("backward-weight", l), (0, {}))[1].get("dw") == "lanes"
         add("backward-weight", l, backward_weight_run_cycles(dims[l + 1], dims[l], hw, lanes=lanes))
     return out

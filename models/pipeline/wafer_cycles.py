@@ -1,11 +1,11 @@
 """Closed-loop cycle simulation of one wafer phase (forward, backward-data, backward-weight) of the
 RTL schedule: the cycle-exact fabric model (:class:`models.fabric.FabricModel`, stepped one cycle at a
 time) joined to a timing model of every PE core (its wavelet engine and vector-unit FSM as
-documented in ``hdl/pe_core.py``, no numbers) and to the wafer's weight demux and gradient mux.
+documented in ``hdl/pe_core.py``, no numbers) and to the wafer's weight and gradient links.
 
 Used by :mod:`models.pipeline.rtl_schedule` where a closed formula would miss the contention:
 the psum / result words of a row and the weights of a later row share a PE's RAMP port (one
-wavelet per cycle) in the forward pass; the gradient mux takes each dW row column by column.
+wavelet per cycle) in the forward pass; the columns' results share the row links to the edge.
 
 PE timing (``hdl/pe_core.py``): ``rx`` always ready; a wavelet received in cycle ``t`` steps the
 matching FMAC/STORE at once; stage 1 writes SRAM in ``t + 1`` (an FMAC row's last wavelet: the
@@ -18,10 +18,10 @@ ready``) when it sends and, when it stores (at ``dst_base + (n-lo)*U + (k if DOT
 count`` for DOT else ``L``), only if stage 1 does not write the same bank that cycle (word ``a`` in
 bank ``a mod sram_banks``, one write port each); a stalled cycle does nothing. Configuration SRAM
 writes are not modeled: the compiler's phases write SRAM before any descriptor commits. ``tx`` is
-a register (a word loaded in ``t`` is offered from ``t + 1``). Weight demux: the SwarmX leaf
-offers word ``i`` from cycle ``first + i`` (or the cycle after word ``i - 1`` was taken, if later)
-to the north input of the column its index maps to; it waits while that input is not ready.
-Gradient mux: ready only for the north output of the column holding the next gradient word.
+a register (a word loaded in ``t`` is offered from ``t + 1``). Weight links: the SwarmX leaf of
+column ``q`` offers its word ``i`` from cycle ``first + i`` (or the cycle after word ``i - 1`` was
+taken, if later) to the north input of column ``q``; it waits while that input is not ready.
+Gradient links: the north outputs are always ready (the SwarmX reduce inputs).
 Descriptors that commit during the phase (backward-weight) act from the cycle after their commit
 write.
 """
@@ -33,11 +33,7 @@ from arch.ports import NUM_PORTS, Port
 from arch.router_map import route_mask
 from models.fabric import FabricModel
 
-__all__ = ["simulate_phase", "GRAD_FIFO_LATENCY"]
-
-# A word written into a gradient-mux FIFO (hdl/wafer.py, lib.fifo.SyncFIFOBuffered) in cycle t
-# can leave it from cycle t + GRAD_FIFO_LATENCY.
-GRAD_FIFO_LATENCY = 2
+__all__ = ["simulate_phase"]
 
 
 class _PeTiming:
@@ -204,20 +200,17 @@ def _fabric(rows, cols, num_colors, vc_depth, routes):
     return FabricModel(rows, cols, num_colors, vc_depth, routes=table)
 
 
-def simulate_phase(plan, *, rows, cols, lanes, sram_banks, num_colors, vc_depth, stream_cols=(),
-                   weight_color=0, first=0, sinks=None, mux_cols=(), commits=None,
-                   west_in=None, west_first=0, grad_fifo_depth=64, max_cycles=1_000_000):
+def simulate_phase(plan, *, rows, cols, lanes, sram_banks, num_colors, vc_depth, streams=None,
+                   weight_color=0, first=0, sinks=None, grads=None, commits=None,
+                   west_in=None, west_first=0, max_cycles=1_000_000):
     """Simulate a phase; returns the cycle of the last transfer out of the mesh.
 
     ``plan``: ``{"pes": {(p, q): {"descs": ...}}, "routes": {(p, q): [(color, in, [outs])]}}``
     (the layer compiler's plan); ``sram_banks``: SRAM banks per PE (``Config.sram_banks`` as the
-    PE core is built); ``stream_cols``: the mesh column of each weight word, in stream order (the
-    demux's choice); ``first``: the cycle the leaf offers word 0 (a :class:`_Player`); ``sinks``: ``{(p, q, port
-    name): words}`` host-edge outputs (always ready) and the words each must deliver;
-    ``mux_cols``: the column of each gradient word the mux takes, in order: every north output
-    feeds its column's FIFO (``grad_fifo_depth`` words, ready while it holds fewer; a word written
-    in cycle ``t`` can leave from ``t + 2``) and the mux takes the next word from its column's FIFO
-    (its sink is always ready);
+    PE core is built); ``streams``: ``{q: words}`` the weight link of column ``q`` carries (a
+    :class:`_Player` from ``first`` each, color ``weight_color``); ``sinks``: ``{(p, q, port
+    name): words}`` host-edge outputs (always ready) and the words each must deliver; ``grads``:
+    ``{q: words}`` each column's gradient link (its north output, always ready) must deliver;
     ``commits``: ``{(p, q): {t: cycle}}`` descriptors that commit during the phase (from that
     cycle on they are legal, and active if enabled); the others are committed before cycle 0.
     ``west_in``: ``{p: (color, words)}`` the host plays into the west edge of row p (a
@@ -227,16 +220,13 @@ def simulate_phase(plan, *, rows, cols, lanes, sram_banks, num_colors, vc_depth,
     commits = commits or {}
     pes = {pq: _PeTiming(info["descs"], lanes, sram_banks, commits.get(pq))
            for pq, info in plan["pes"].items()}
-    sinks = sinks or {}
-    mux = deque(mux_cols)
-    fifos = {q: deque() for q in range(cols)}        # write cycles of the words in each column's FIFO
-    north = {(0, q, Port.N): q for q in range(cols)}
-    sink_left = {(p, q, Port[o]): n for (p, q, o), n in sinks.items()}
+    left = {(p, q, Port[o]): n for (p, q, o), n in (sinks or {}).items()}
+    left.update({(0, q, Port.N): n for q, n in (grads or {}).items()})
     ramp_out = {(p, q, Port.RAMP): pq for pq in pes for p, q in [pq]}
-    players = [_Player([(0, q, Port.N) for q in stream_cols], weight_color, first)]
+    players = [_Player([(0, q, Port.N)] * n, weight_color, first) for q, n in (streams or {}).items()]
     players += [_Player([(p, 0, Port.W)] * n, color, west_first)
                 for p, (color, n) in (west_in or {}).items()]
-    last_sink = None
+    last_out = None
     for t in range(max_cycles):
         for pe in pes.values():
             pe.commit(t)
@@ -246,31 +236,22 @@ def simulate_phase(plan, *, rows, cols, lanes, sram_banks, num_colors, vc_depth,
         for (p, q), pe in pes.items():
             if pe.tx is not None:
                 inputs[(p, q, Port.RAMP)] = [(0, pe.tx, 0)]
-        ready = {port: (lambda _t, q=q: len(fifos[q]) < grad_fifo_depth) for port, q in north.items()}
-        accepted, delivered = fabric.run(inputs, ready=ready, max_cycles=1, until_idle=False)
+        accepted, delivered = fabric.run(inputs, max_cycles=1, until_idle=False)
         for player in players:
             player.take(t, accepted)
-        rx, arrived = {}, []
+        rx = {}
         for _, port, (_, color, _) in delivered:
             if port in ramp_out:
                 rx[ramp_out[port]] = color
-            elif port in north and mux_cols:
-                arrived.append(north[port])
-            elif port in sink_left:
-                sink_left[port] -= 1
-                last_sink = t
+            elif port in left:
+                left[port] -= 1
+                last_out = t
             else:
                 raise ValueError(f"a wavelet of color {color} left the mesh at {port}")
-        if mux and fifos[mux[0]] and fifos[mux[0]][0] + GRAD_FIFO_LATENCY <= t:
-            fifos[mux.popleft()].popleft()
-            last_sink = t
-        for q in arrived:
-            fifos[q].append(t)
         for (p, q), pe in pes.items():
             pe.cycle(rx.get((p, q)), bool(accepted.get((p, q, Port.RAMP))))
-        if (not mux and all(n <= 0 for n in sink_left.values())
-                and not any(player.ports for player in players)):
-            if any(n < 0 for n in sink_left.values()):
-                raise ValueError(f"sinks received extra words: {sink_left}")
-            return last_sink
+        if all(n <= 0 for n in left.values()) and not any(player.ports for player in players):
+            if any(n < 0 for n in left.values()):
+                raise ValueError(f"sinks received extra words: {left}")
+            return last_out
     raise RuntimeError(f"phase did not finish within {max_cycles} cycles")

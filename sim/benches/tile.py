@@ -37,13 +37,14 @@ async def run_kernel(dut):
     dut.cfg__wdata.value = 0
     for name in p.get("accept", []):          # top-level per-color accept masks: all colors
         getattr(dut, name).value = (1 << p["num_colors"]) - 1
-    await reset(dut)
-    await cfg_write(dut, p["writes"])
+    # Drivers and monitors first: inputs idle (valid low) from reset on.
     drivers = {name: StreamDriver(dut.clk, dut, name, gaps=bernoulli(p.get("gap_prob", 0.0), rng))
                for name in p["inputs"]}
     monitors = {name: StreamMonitor(dut.clk, dut, name,
                                     stall=bernoulli(p.get("stall_prob", 0.0), rng))
                 for name in p["outputs"]}
+    await reset(dut)
+    await cfg_write(dut, p["writes"])
     for name, words in p["inputs"].items():
         drivers[name].send(words)
     for drv in drivers.values():

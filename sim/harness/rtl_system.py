@@ -1,25 +1,27 @@
 """Simulation top of the RTL-wafer system bench: memory-backed players and recorders around
-:class:`hdl.system.System` (SwarmX tree + N RTL wafers), so whole phases run without Python on the
+:class:`hdl.system.System` (a SwarmX tree per mesh column + N RTL wafers), so whole phases run without Python on the
 per-cycle path.
 
 ::
 
-    bcast_player --> System.weights            System.grads --> root_rec
+    bcast_player<q> --> System.weights[q]      System.grads[q] --> root_rec<q>   (per mesh column q)
     cfg_player<n> --> System.cfg[n]            (one (addr, data) write per cycle)
     west_player<n>_<p> --> System.west_in[n][p]
     System.west_out[n][p] --> west_rec<n>_<p>  System.east_out[n][p] --> east_rec<n>_<p>
 
 A phase is two pulses: ``start`` clears the recorders and starts the configuration players
 (``cfg_count`` writes each, all wafers the same count); when ``cfg_done`` is high, ``go`` starts
-the broadcast player (``bcast_count`` words) and the west players (``west_in_count`` wavelets each,
-the host's input at the west edge of every mesh row); ``done`` (registered) rises when every player has
-finished and ``root_rec`` holds ``root_count`` words and every west / east recorder holds
-``west_count`` / ``east_count``. ``cfg_cycles``: cycles from ``start`` until the configuration
-players finished; ``run_cycles``: cycles from ``go`` until ``done``'s condition first held.
+the broadcast players (``bcast_count[q]`` words on weight link ``q``) and the west players
+(``west_in_count`` wavelets each, the host's input at the west edge of every mesh row); ``done``
+(registered) rises when every player has finished and ``root_rec<q>`` holds ``root_count[q]``
+words and every west / east recorder holds ``west_count`` / ``east_count``. ``cfg_cycles``:
+cycles from ``start`` until the configuration players finished; ``run_cycles``: cycles from
+``go`` until ``done``'s condition first held.
 ``overflow`` (a recorder overflowed), ``error`` (SwarmX last mismatch or a router error),
 ``fault`` (a PE core fault). ``stall`` (0..255): LFSR stalls at the weight and west players and
 the recorders.
-``bcast_first`` / ``bcast_last``: cycle stamps of the weight player's first and last transfer.
+``bcast_first`` / ``bcast_last``: cycle stamps of the first and the last transfer of any weight
+player that has words (0 when none has).
 
 ``auto_go`` (for testbenches that react only at clock edges, ``sim/harness/system_tb.py``): when
 high, the harness raises ``go`` itself in the first cycle ``cfg_done`` is high after ``start``,
@@ -27,7 +29,7 @@ the cycle a bench pulsing ``go`` as soon as it sees ``cfg_done`` rise would rais
 cycle counts are the same either way).
 """
 
-from amaranth import Module, Signal
+from amaranth import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -56,8 +58,9 @@ class RtlSystemHarness(wiring.Component):
         self._cfg = cfg
         self._depths = cfg_depth, bcast_depth, root_depth, edge_depth, west_in_depth
         super().__init__({
-            "start": In(1), "go": In(1), "auto_go": In(1), "cfg_count": In(32), "bcast_count": In(32),
-            "west_in_count": In(32), "root_count": In(32), "west_count": In(32), "east_count": In(32),
+            "start": In(1), "go": In(1), "auto_go": In(1), "cfg_count": In(32),
+            "bcast_count": In(32).array(cfg.mesh_cols), "west_in_count": In(32),
+            "root_count": In(32).array(cfg.mesh_cols), "west_count": In(32), "east_count": In(32),
             "stall": In(8),
             "cfg_done": Out(1), "done": Out(1), "overflow": Out(1), "error": Out(1),
             "fault": Out(1), "cfg_cycles": Out(32), "run_cycles": Out(32),
@@ -67,13 +70,9 @@ class RtlSystemHarness(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self._cfg
-        n, P = cfg.swarmx_leaves, cfg.mesh_rows
+        n, P, Q = cfg.swarmx_leaves, cfg.mesh_rows, cfg.mesh_cols
         cfg_depth, bcast_depth, root_depth, edge_depth, west_in_depth = self._depths
         m.submodules.system = system = System(cfg)
-        m.submodules.bcast_player = bp = StreamPlayer(TaggedWord, bcast_depth, seed=0x1D)
-        m.submodules.root_rec = rr = StreamRecorder(TaggedWord, root_depth, seed=0x2B)
-        wiring.connect(m, bp.o, system.weights)
-        wiring.connect(m, system.grads, rr.i)
         # go: the input, or (auto_go) the first cycle cfg_done is high after start.
         armed, go = Signal(), Signal()
         m.d.comb += go.eq(self.go | (self.auto_go & armed & self.cfg_done))
@@ -81,11 +80,25 @@ class RtlSystemHarness(wiring.Component):
             m.d.sync += armed.eq(1)
         with m.Elif(go):
             m.d.sync += armed.eq(0)
-        m.d.comb += [bp.start.eq(go), bp.count.eq(self.bcast_count), bp.stall.eq(self.stall),
-                     self.bcast_first.eq(bp.first_stamp), self.bcast_last.eq(bp.last_stamp)]
-
-        cfg_busy, play_busy, complete, overflow = 0, bp.busy, rr.count == self.root_count, rr.overflow
-        recorders = [rr]
+        cfg_busy, play_busy, complete, overflow = 0, 0, 1, 0
+        recorders = []
+        first, last = None, None
+        for q in range(Q):
+            bp = m.submodules[f"bcast_player{q}"] = StreamPlayer(TaggedWord, bcast_depth, seed=0x1D + q)
+            rr = m.submodules[f"root_rec{q}"] = StreamRecorder(TaggedWord, root_depth, seed=0x2B + q)
+            wiring.connect(m, bp.o, system.weights[q])
+            wiring.connect(m, system.grads[q], rr.i)
+            m.d.comb += [bp.start.eq(go), bp.count.eq(self.bcast_count[q]), bp.stall.eq(self.stall)]
+            play_busy = play_busy | bp.busy
+            complete = complete & (rr.count == self.root_count[q])
+            overflow = overflow | rr.overflow
+            recorders.append(rr)
+            has = self.bcast_count[q] != 0
+            first = Mux(has, bp.first_stamp, 0) if first is None else \
+                Mux(has & ((first == 0) | (bp.first_stamp < first)), bp.first_stamp, first)
+            last = Mux(has, bp.last_stamp, 0) if last is None else \
+                Mux(has & (bp.last_stamp > last), bp.last_stamp, last)
+        m.d.comb += [self.bcast_first.eq(first), self.bcast_last.eq(last)]
         for i in range(n):
             cp = StreamPlayer(CfgWrite, cfg_depth, seed=0x33 + i)
             m.submodules[f"cfg_player{i}"] = cp

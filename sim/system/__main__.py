@@ -113,7 +113,8 @@ def summary_rtl(run, results, wall):
     hw = results["hardware"]
     print("\nweightstream system simulation (RTL wafers)")
     _print_network(run)
-    print(f"  RTL in the loop  SwarmX tree + {run.systems} wafers of {run.mesh[0]}x{run.mesh[1]} PE "
+    print(f"  RTL in the loop  {run.mesh[1]} SwarmX trees (one per mesh column) + {run.systems} wafers of "
+          f"{run.mesh[0]}x{run.mesh[1]} PE "
           f"tiles ({hw['lanes']} lanes, {hw['sram_words']} SRAM words, {hw['num_colors']} colors) "
           f"under {SIM_NAMES[results['simulator']]}; MemoryX and the host are Python")
     if len(steps) <= 20:

@@ -60,31 +60,33 @@ def _faults(dut, cfg):
 
 async def _phase(dut, req, cfg):
     """Configure every wafer, stream the weights, wait; the :class:`PhaseResult`."""
-    systems, rows = cfg.swarmx_leaves, cfg.mesh_rows
+    systems, rows, cols = cfg.swarmx_leaves, cfg.mesh_rows, cfg.mesh_cols
     for i, writes in enumerate(req.writes):
         load_words(getattr(dut, f"cfg_player{i}").mem, [cfg_word(a, v) for a, v in writes])
-    if len(req.stream):
-        load_words(dut.bcast_player.mem, req.stream)
+    streams = req.streams or [[]] * cols
+    roots = req.roots or [0] * cols
+    for q, words in enumerate(streams):
+        load_words(getattr(dut, f"bcast_player{q}").mem, words)
+        getattr(dut, f"bcast_count__{q}").value = len(words)
+        getattr(dut, f"root_count__{q}").value = roots[q]
     for i, rows_in in enumerate(req.west_in):
         for p, words in enumerate(rows_in):
             load_words(getattr(dut, f"west_player{i}_{p}").mem, words)
     dut.cfg_count.value = len(req.writes[0])
-    dut.bcast_count.value = len(req.stream)
     dut.west_in_count.value = req.west_in_count
-    dut.root_count.value = req.root
     dut.west_count.value = req.west
     dut.east_count.value = req.east
     await _pulse(dut, "start")
     await _wait(dut, cfg, "cfg_done", 10 * len(req.writes[0]) + 100, f"{req.what} configuration")
     cfg_cycles = int(dut.cfg_cycles.value)
     await _pulse(dut, "go")
-    budget = 200 * (len(req.stream) + req.west_in_count + req.root + req.west + req.east) + 20000
+    budget = 200 * (max(map(len, streams)) + req.west_in_count + max(roots) + req.west + req.east) + 20000
     await _wait(dut, cfg, "done", budget, req.what)
     assert not int(dut.fault.value), f"{req.what}: a PE core raised a fault{_faults(dut, cfg)}"
     assert not int(dut.error.value), f"{req.what}: a router or SwarmX raised an error"
     assert not int(dut.overflow.value), f"{req.what}: a recorder overflowed (extra words)"
     stream = 0
-    if len(req.stream):
+    if req.streams:
         stream = int(dut.bcast_last.value) - int(dut.bcast_first.value) + 1
 
     def edge(side, count):
@@ -94,7 +96,7 @@ async def _phase(dut, req, cfg):
                 for i in range(systems)]
 
     return PhaseResult(cfg_cycles, int(dut.run_cycles.value), stream,
-                       read_words(dut.root_rec.mem, req.root) if req.root else None,
+                       [read_words(getattr(dut, f"root_rec{q}").mem, n) for q, n in enumerate(req.roots)],
                        edge("west", req.west), edge("east", req.east))
 
 
@@ -106,9 +108,11 @@ async def train(dut):
     out_dir.mkdir(parents=True, exist_ok=True)
     data = np.load(out_dir / DATA_FILE)
     dut.stall.value = run.stall
-    for name in ("start", "go", "auto_go", "cfg_count", "bcast_count", "west_in_count", "root_count",
-                 "west_count", "east_count"):
+    for name in ("start", "go", "auto_go", "cfg_count", "west_in_count", "west_count", "east_count"):
         getattr(dut, name).value = 0
+    for q in range(cfg.mesh_cols):
+        getattr(dut, f"bcast_count__{q}").value = 0
+        getattr(dut, f"root_count__{q}").value = 0
     await reset(dut)
     loop = training(run, cfg, data, log=lambda text: print(text, flush=True))
     cpu = time.process_time()       # the simulator's process: Icarus and cocotb's Python

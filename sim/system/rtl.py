@@ -55,14 +55,14 @@ def rtl_config(run):
 
 
 def harness_depths(cfg, dims):
-    """Memory depths of the harness: configuration writes, weight words, gradient words, edge
-    words and west-edge input words (backward-weight's dZ per row) of the largest phase."""
+    """Memory depths of the harness: configuration writes, weight and gradient words per link,
+    edge words and west-edge input words (backward-weight's dZ per row) of the largest phase."""
     L = cfg.lanes
     plan = phase_plan(cfg, dims, cfg.mesh_rows * L)
     layers = list(zip(dims[1:], dims[:-1]))
     return {"cfg_depth": max(len(ph.writes) for _, _, ph in plan) + _max_loads(cfg, dims),
-            "bcast_depth": max(m * k for m, k in layers),
-            "root_depth": max(m * k for m, k in layers),
+            "bcast_depth": max(max(ph.link_words) for _, _, ph in plan),
+            "root_depth": max(max(ph.link_words) for _, _, ph in plan),
             "edge_depth": max(max(m, k) for m, k in layers) * L,
             "west_in_depth": max(m * -(-k // cfg.mesh_cols) for m, k in layers)}
 

@@ -47,7 +47,7 @@ def system_sources(cfg, dims, *, log=None):
             tmp = folder / f".{DUT}.v.tmp"
             tmp.write_text(verilog_text(RtlSystemHarness(cfg, **depths), DUT))
             tmp.replace(design)
-        text = system_tb_text(DUT, cfg.swarmx_leaves, cfg.mesh_rows)
+        text = system_tb_text(DUT, cfg.swarmx_leaves, cfg.mesh_rows, cfg.mesh_cols)
         if not tb.exists() or tb.read_text() != text:
             tb.write_text(text)
     return [design, tb]

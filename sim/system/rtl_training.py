@@ -15,18 +15,22 @@ Each training step, for every phase (compiled by :mod:`compiler.wafer`):
    registers and the SRAM inputs (the wafer's activations ``X`` of the layer, its ``dZ``); the
    words go into each wafer's configuration player, which writes one per cycle (no fabric traffic
    meanwhile, except backward-weight, which starts when its descriptors commit).
-2. **Run.** The broadcast player sends the layer's bf16 weights from MemoryX (rows of W for the
-   forward pass, rows of ``W^T`` for backward-data) into the SwarmX tree RTL, which broadcasts
-   them to the N wafers; recorders take what leaves each wafer's host edges (hidden activations
-   and ``dZ_prev`` west, logits east) and the tree's reduced gradients (backward-weight: every
-   wafer's gradient mux -> SwarmX reduce -> root recorder).
+2. **Run.** The broadcast players send the layer's bf16 weights from MemoryX, one per mesh
+   column (``compiler.wafer.weight_streams``: rows of ``W[:, K_q]`` for the forward pass, rows
+   of ``W^T`` for backward-data), each into its SwarmX tree RTL, which broadcasts them to the N
+   wafers; recorders take what leaves each wafer's host edges (hidden activations and
+   ``dZ_prev`` west, logits east) and the trees' reduced gradients (backward-weight: every
+   wafer's column q -> SwarmX reduce of tree q -> root recorder q).
 3. **Host.** Softmax cross-entropy and its bf16 ``dZ`` (``kernels.softmax_xent``) on the logits
    each wafer produced; MemoryX applies the optimizer to the reduced gradients the RTL produced.
 4. **Check.** A golden ``WaferTrainer`` takes the same step; the loss and every fp32 master
    weight must be equal bit for bit. The configuration and run cycles of every phase are checked
    against the timing model of this schedule (``models.pipeline.rtl_schedule`` on the compiler's
-   configuration-word counts and plans): equal with ``stall = 0``, at least the model's with
-   stalls. Each weight stream takes at least ``M*K`` cycles. The pipelined architecture model
+   configuration-word counts and plans): equal with ``stall = 0``; with stalls the configuration
+   still equal and the run at least the contention-free formula (a lower bound under any stalls;
+   the exact model is not one: stalls can reorder the arbitration of a PE's RAMP port between the
+   host's dZ and the chain's partial sums so that backward-weight ends earlier). Each weight link
+   takes at least its ``M*|K_q|`` cycles. The pipelined architecture model
    (``models.pipeline.timing``) is kept in the results for reference.
 """
 
@@ -36,8 +40,15 @@ from pathlib import Path
 
 import numpy as np
 
-from arch.wavelet import unpack_tagged, unpack_wavelet
-from compiler.wafer import compile_backward_data, compile_backward_weight, compile_forward, split_dx
+from arch.wavelet import unpack_wavelet
+from compiler.wafer import (
+    compile_backward_data,
+    compile_backward_weight,
+    compile_forward,
+    join_gradients,
+    split_dx,
+    weight_streams,
+)
 from hdl.config import Config
 from models.memoryx import export_safetensors
 from models.numerics import f32
@@ -45,7 +56,6 @@ from models.pipeline import kernels
 from models.pipeline.rtl_schedule import RtlHardware, step_schedule
 from models.pipeline.timing import TimingParams, step_timing
 from models.pipeline.training import WaferTrainer, build_memoryx, layer_names
-from sim.kit.player_memory import tagged_words
 from sim.system.timeline import step_timeline
 
 __all__ = ["PhaseRequest", "PhaseResult", "training"]
@@ -54,15 +64,17 @@ __all__ = ["PhaseRequest", "PhaseResult", "training"]
 @dataclass
 class PhaseRequest:
     """One phase: ``writes[i]`` = wafer i's configuration writes ``[(addr, value)]`` (all the
-    same length), ``stream`` the tagged weight words to broadcast (uint64, may be empty),
+    same length), ``streams[q]`` the tagged weight words to broadcast on link q (uint64 arrays;
+    an empty list: no weights),
     ``west_in[i][p]`` the wavelets the host sends into row p of wafer i at the west edge (all the
-    same length; empty: none), ``root`` / ``west`` / ``east`` the words the root recorder and
-    every west / east edge recorder must receive; ``what`` names the phase in messages."""
+    same length; empty: none), ``roots[q]`` the words root recorder q must receive (empty: none),
+    ``west`` / ``east`` the words every west / east edge recorder must receive; ``what`` names the
+    phase in messages."""
     what: str
     writes: list
-    stream: np.ndarray
+    streams: list = field(default_factory=list)
     west_in: list = field(default_factory=list)
-    root: int = 0
+    roots: list = field(default_factory=list)
     west: int = 0
     east: int = 0
 
@@ -74,12 +86,12 @@ class PhaseRequest:
 @dataclass
 class PhaseResult:
     """``cfg_cycles``, ``run_cycles`` (the harness's counters), ``stream_cycles`` (first to last
-    weight word, 0 without a stream); the recorders' words (uint64): ``root_words``,
-    ``west_words[i][p]``, ``east_words[i][p]`` (empty when not expected)."""
+    weight word on any link, 0 without weights); the recorders' words (uint64):
+    ``root_words[q]``, ``west_words[i][p]``, ``east_words[i][p]`` (empty when not expected)."""
     cfg_cycles: int
     run_cycles: int
     stream_cycles: int
-    root_words: np.ndarray = None
+    root_words: list = field(default_factory=list)
     west_words: list = field(default_factory=list)
     east_words: list = field(default_factory=list)
 
@@ -100,23 +112,23 @@ def training(run, cfg: Config, data, *, log=print):
     order = np.concatenate([rng.permutation(len(x_tr)) for _ in range(run.steps * golden.global_batch
                                                                       // len(x_tr) + 1)])
     timing_params = TimingParams(mesh_rows=P, mesh_cols=cfg.mesh_cols, lanes=L,
-                                 weight_words_per_cycle=1.0, grad_words_per_cycle=1.0,
+                                 weight_words_per_cycle=cfg.mesh_cols,
+                                 grad_words_per_cycle=cfg.mesh_cols,
                                  memoryx_optimizer=run.optimizer)
     model_step = step_timing(dims, B, n, timing_params)
     # SRAM banks as the tops build the PE core (hdl/tops.py: at least the power of two >= lanes).
     hw = RtlHardware(mesh_rows=P, mesh_cols=cfg.mesh_cols, lanes=L, systems=n,
                      swarmx_adder_latency=cfg.fp_latency, num_colors=cfg.num_colors,
-                     vc_depth=cfg.vc_depth, sram_banks=max(cfg.sram_banks, 1 << (L - 1).bit_length()),
-                     grad_fifo_depth=cfg.grad_fifo_depth)
+                     vc_depth=cfg.vc_depth, sram_banks=max(cfg.sram_banks, 1 << (L - 1).bit_length()))
     history, wall, sim_cycles = [], time.perf_counter(), 0
     pe_lanes = cfg.mesh_rows * cfg.mesh_cols * L         # FMAC lanes of one wafer
     schedules = {}      # the timing model per configuration-word counts (the same every step)
 
-    def phase(progs, stream, **counts):
+    def phase(progs, streams, **counts):
         counts_w = {len(ph.writes) for ph in progs}
         assert len(counts_w) == 1, f"{counts['what']}: wafers got different write counts {counts_w}"
         west_in = [[ph.west_in[p] for p in range(P)] for ph in progs] if progs[0].west_in else []
-        result = yield PhaseRequest(writes=[ph.writes for ph in progs], stream=stream,
+        result = yield PhaseRequest(writes=[ph.writes for ph in progs], streams=streams,
                                     west_in=west_in, **counts)
         return result
 
@@ -133,7 +145,8 @@ def training(run, cfg: Config, data, *, log=print):
             progs = [compile_forward(cfg, m=m, k=k, batch=B, x16=acts[i][l], last=last)
                      for i in range(n)]
             counts = {"east" if last else "west": m * L}
-            res = yield from phase(progs, tagged_words([w16[l]]), what=f"forward layer {l}", **counts)
+            res = yield from phase(progs, weight_streams(cfg, w16[l]), what=f"forward layer {l}",
+                                   **counts)
             phases.append(("forward", l, res, (len(progs[0].writes), progs[0].plan)))
             for i in range(n):
                 words = res.east_words[i] if last else res.west_words[i]
@@ -160,20 +173,20 @@ def training(run, cfg: Config, data, *, log=print):
             if l > 0:
                 progs = [compile_backward_data(cfg, m=m, k=k, batch=B, x16=acts[i][l],
                                                dz16=dz[i]) for i in range(n)]
-                res = yield from phase(progs, tagged_words([np.ascontiguousarray(w16[l].T)]),
+                res = yield from phase(progs, weight_streams(cfg, w16[l], transposed=True),
                                        west=k * L, what=f"backward-data layer {l}")
                 phases.append(("backward-data", l, res, (len(progs[0].writes), progs[0].plan)))
                 dz_prev = [np.concatenate([split_dx(cfg, w, k) for w in res.west_words[i]], axis=1)
                            for i in range(n)]
             progs = [compile_backward_weight(cfg, m=m, k=k, batch=B, x16=acts[i][l], dz16=dz[i])
                      for i in range(n)]
-            res = yield from phase(progs, np.zeros(0, np.uint64), root=m * k,
+            res = yield from phase(progs, [], roots=progs[0].link_words,
                                    what=f"backward-weight layer {l}")
             phases.append(("backward-weight", l, res, (len(progs[0].writes), progs[0].plan)))
-            got, lasts = unpack_tagged(res.root_words)
-            assert lasts[-1] == 1 and not lasts[:-1].any(), \
-                f"step {step}: layer {l}: reduced gradient 'last' flags wrong"
-            grads[l] = f32(got.astype(np.uint32)).reshape(m, k)
+            try:
+                grads[l] = f32(join_gradients(cfg, res.root_words, m=m, k=k))
+            except ValueError as e:
+                raise AssertionError(f"step {step + 1}: layer {l}: reduced gradients: {e}") from None
             if dz_prev is not None:
                 dz = dz_prev
         for l in range(nl - 1, -1, -1):
@@ -188,13 +201,14 @@ def training(run, cfg: Config, data, *, log=print):
                                      f"weights differ from the golden pipeline model")
         loss = float(np.mean(losses))
         assert loss == ref.loss, (loss, ref.loss)
-        # A weight stream can never beat one SwarmX word per cycle (the timing model's stream
-        # term M * K); how far each one stays above it is recorded (docs/system_simulation.md explains why).
-        for ph, l, res, _ in phases:
+        # A weight link can never beat one SwarmX word per cycle (the timing model's stream term
+        # M * |K_q| of the fullest link); how far each stays above it is recorded
+        # (docs/system_simulation.md explains why).
+        for ph, l, res, (_, plan) in phases:
             if ph != "backward-weight":
-                mk = dims[l + 1] * dims[l]
-                assert res.stream_cycles >= mk, \
-                    f"step {step + 1}: {ph} layer {l}: {mk} weights in {res.stream_cycles} cycles"
+                words = dims[l + 1] * max(len(sl) for sl in plan["k_slices"])
+                assert res.stream_cycles >= words, \
+                    f"step {step + 1}: {ph} layer {l}: {words} weights on a link in {res.stream_cycles} cycles"
         # Cycles against the timing model of this schedule: equal without stalls, else above.
         # The model depends only on the configuration-word counts and plans, the same every step
         # for a network: computed once per distinct set.
@@ -210,8 +224,8 @@ def training(run, cfg: Config, data, *, log=print):
                 assert (c, r) == (mp.config, mp.run), \
                     f"{where}: {c} configuration + {r} run cycles, model {mp.config} + {mp.run}"
             else:
-                assert c >= mp.config and r >= mp.run, \
-                    f"{where}: {c} + {r} cycles below the model's {mp.config} + {mp.run}"
+                assert c == mp.config and r >= mp.run_formula, \
+                    f"{where}: {c} + {r} cycles, the model's {mp.config} + at least {mp.run_formula}"
         step_cycles = sum(res.cfg_cycles + res.run_cycles for _, _, res, _ in phases)
         sim_cycles += step_cycles
         record = {"step": step + 1, "loss": loss, "cycles": step_cycles,

@@ -103,4 +103,4 @@ def test_tile_and_wafer_maps():
     assert tile_address(2, 0, 1, 5) == (1 << 10) | 5
     assert adapter_base() == 0xFFC0 == (1 << ADDR_BITS) - ADAPTER_SPAN
     assert max(ADAPTER.values()) + MAX_ADAPTER_COLUMNS <= ADAPTER_SPAN
-    assert MAX_ADAPTER_COLUMNS == ADAPTER["G_BOUND"] - ADAPTER["W_BOUND"] == 24
+    assert MAX_ADAPTER_COLUMNS == ADAPTER_SPAN - ADAPTER["G_COUNT"] == 48

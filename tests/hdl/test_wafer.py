@@ -1,7 +1,8 @@
 """The RTL wafer (hdl/wafer.py) running phases compiled by compiler/wafer.py: weights enter
-as a SwarmX TaggedWord stream (bf16 in the low half), the weight demux splits every row over the
-mesh columns, the forward micro-kernel runs on P x Q PE tiles, the results leave at the host edge.
-Bit-exact against models.pipeline.kernels. Bench: sim/benches/tile.py (generic stream bench)."""
+on one SwarmX TaggedWord link per mesh column (bf16 in the low half, compiler.wafer.weight_streams),
+the kernels run on P x Q PE tiles, results leave at the host edges and gradients on one link per
+column. Bit-exact against models.pipeline.kernels. Bench: sim/benches/tile.py (generic stream
+bench)."""
 
 import json
 
@@ -18,8 +19,10 @@ from compiler.wafer import (
     compile_backward_weight,
     compile_forward,
     forward_expected_outputs,
+    join_gradients,
     logits_expected_outputs,
     split_dx,
+    weight_streams,
 )
 from hdl.config import ConfigError, preset
 from hdl.wafer import Wafer
@@ -28,10 +31,16 @@ from models.pipeline import kernels
 from sim.kit.runner import run_bench
 
 
-def weight_stream(w16):
-    """SwarmX leaf words of one layer: bf16 in the low half, rows in order, last on the end."""
-    flat = [int(v) for v in np.asarray(w16).ravel()]
-    return [pack_tagged(v, i == len(flat) - 1) for i, v in enumerate(flat)]
+def no_gradients(cfg):
+    """Bench outputs for phases without gradients: every gradient link watched (ready driven)
+    and must stay silent."""
+    return {f"grads__{q}": 0 for q in range(cfg.mesh_cols)}
+
+
+def link_inputs(cfg, w16, *, transposed=False):
+    """The bench inputs of the weight links: ``{"weights__q": [tagged words]}``."""
+    return {f"weights__{q}": [int(w) for w in words]
+            for q, words in enumerate(weight_streams(cfg, w16, transposed=transposed))}
 
 
 # (2 x 3 with gaps: backward-data below; 1 x 2: the system bench's layers cover one-row chains.)
@@ -63,12 +72,14 @@ def test_wafer_forward(rows, cols, m, k, gap, stall):
     reads.append(adapter_base() + ADAPTER["W_TAKEN"])
     want.append(m * k)
     params = {"writes": [list(w) for w in phase.writes],
-              "inputs": {"weights": weight_stream(w16)},
-              "outputs": {f"{side}_out__{p}": len(v) for p, v in expect.items()},
+              "inputs": link_inputs(cfg, w16),
+              "outputs": {**{f"{side}_out__{p}": len(v) for p, v in expect.items()},
+                          **no_gradients(cfg)},
               "accept": [], "num_colors": cfg.num_colors, "reads": reads,
               "gap_prob": gap, "stall_prob": stall}
     test_dir = run_bench(Wafer(cfg), f"wafer_{rows}x{cols}", "sim.benches.tile", params=params)
     result = json.loads((test_dir / "result.json").read_text())
+    assert all(not result["outputs"][name] for name in no_gradients(cfg)), "gradient words in forward"
     for p, words in expect.items():
         got = result["outputs"][f"{side}_out__{p}"]
         assert len(got) == len(words), f"row {p}: {len(got)} words out, expected {len(words)}"
@@ -79,15 +90,13 @@ def test_wafer_forward(rows, cols, m, k, gap, stall):
     bad = [i for i in range(len(want)) if got[i] != want[i]]
     assert not bad, (f"{len(bad)} read-backs differ, first at {reads[bad[0]]:#06x}: "
                      f"RTL {got[bad[0]]:#x}, expected {want[bad[0]]:#x}")
-    if gap == 0.0:      # weights offered every cycle are taken every cycle (line rate)
-        cycles = result["in_cycles"]["weights"]
-        assert cycles == list(range(cycles[0], cycles[0] + len(cycles))), "weights stalled"
 
 
 def run_phase(cfg, name, phase, weights, outputs, reads, gap=0.0, stall=0.0):
     """Run a compiled phase on the RTL wafer; ``outputs`` ``{prefix: expected words}``,
     ``reads`` ``[(addr, expected)]``. Checks every word and read-back; returns the result."""
-    inputs = {"weights": weights} if weights else {}
+    inputs = {f"weights__{q}": [] for q in range(cfg.mesh_cols)}     # idle links: valid low
+    inputs.update(weights)
     inputs.update({f"west_in__{p}": [int(w) for w in words] for p, words in phase.west_in.items()})
     params = {"writes": [list(w) for w in phase.writes],
               "inputs": inputs,
@@ -137,7 +146,8 @@ def test_wafer_forward_last_layer():
     z = kernels.forward(w16, x16, (cfg.mesh_rows, cfg.mesh_cols))
     assert (z < 0).any(), "the test needs negative logits (they must not be ReLU'd)"
     outputs = {f"east_out__{p}": v for p, v in logits_expected_outputs(cfg, z).items()}
-    run_phase(cfg, "wafer_fwd_last", phase, weight_stream(w16), outputs,
+    outputs.update(no_gradients(cfg))
+    run_phase(cfg, "wafer_fwd_last", phase, link_inputs(cfg, w16), outputs,
               status_reads(cfg, phase, FAULT=0, ACTIVE=0), gap=0.2, stall=0.3)
 
 
@@ -145,17 +155,25 @@ def test_wafer_forward_last_layer():
 def test_wafer_backward_weight(rows, cols, m, k, dw):
     """dW = dZ X^T: partials per PE (FMAC broadcasts of dZ on the lanes when every column holds a
     multiple of L features, else VEC DOT), column chain south to north, rows of dW out of the
-    gradient mux as SwarmX TaggedWords (last on the final word), = kernels.backward_weight."""
+    gradient links as SwarmX TaggedWords (link q: rows of dW[:, K_q], last on its final word),
+    = kernels.backward_weight."""
     cfg = preset("system", mesh_rows=rows, mesh_cols=cols)
     batch = rows * cfg.lanes
     _, x16, dz16 = random_layer(np.random.default_rng(rows * 7 + k), m, k, batch)
     phase = compile_backward_weight(cfg, m=m, k=k, batch=batch, x16=x16, dz16=dz16)
     assert phase.plan["dw"] == dw
-    dw = kernels.backward_weight(dz16, x16, (rows, cols)).view(np.uint32).ravel()
-    words = [pack_tagged(int(v), i == len(dw) - 1) for i, v in enumerate(dw)]
+    dw = kernels.backward_weight(dz16, x16, (rows, cols)).view(np.uint32)
+    links = {}
+    for q, sl in enumerate(phase.plan["k_slices"]):
+        part = dw[:, sl].ravel()
+        links[f"grads__{q}"] = [pack_tagged(int(v), i == len(part) - 1) for i, v in enumerate(part)]
+    assert [len(v) for v in links.values()] == phase.link_words
+    # join_gradients is the inverse of that split.
+    joined = join_gradients(cfg, [np.array(v, dtype=np.uint64) for v in links.values()], m=m, k=k)
+    assert np.array_equal(joined, dw)
     reads = status_reads(cfg, phase, FAULT=0, ACTIVE=0)
     reads.append((adapter_base() + ADAPTER["G_SENT"], m * k))
-    run_phase(cfg, f"wafer_bw_{rows}x{cols}", phase, [], {"grads": words}, reads, stall=0.3)
+    run_phase(cfg, f"wafer_bw_{rows}x{cols}", phase, {}, links, reads, stall=0.3)
 
 
 def test_backward_weight_on_the_lanes_plan():
@@ -183,7 +201,7 @@ def test_backward_weight_on_the_lanes_plan():
 
 
 def test_wafer_backward_data():
-    """dZ_prev = mask(X) * bf16(W^T dZ): W streamed transposed, split by row over the columns,
+    """dZ_prev = mask(X) * bf16(W^T dZ): W streamed transposed, row k on the link of its column,
     FMAC over the stored dZ, VEC MASK + round into SRAM, = kernels.backward_data."""
     cfg = preset("system", mesh_cols=3)
     m, k, batch = 6, 11, 2 * cfg.lanes
@@ -200,7 +218,8 @@ def test_wafer_backward_data():
     reads += status_reads(cfg, phase, FAULT=0, ACTIVE=0)
     reads.append((adapter_base() + ADAPTER["W_TAKEN"], m * k))
     edges = {f"west_out__{p}": k * L for p in range(cfg.mesh_rows)}
-    result = run_phase(cfg, "wafer_bd", phase, weight_stream(np.asarray(w16).T), edges, reads,
+    edges.update(no_gradients(cfg))
+    result = run_phase(cfg, "wafer_bd", phase, link_inputs(cfg, w16, transposed=True), edges, reads,
                        gap=0.2)
     for p in range(cfg.mesh_rows):      # the same values leave the west edge, columns by color
         got = split_dx(cfg, result["outputs"][f"west_out__{p}"], k)

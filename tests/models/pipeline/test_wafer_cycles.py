@@ -18,7 +18,7 @@ def test_one_row_one_weight():
     # Word 0 offered and taken in cycle 3; the RAMP delivers it in 5 (0 links + 2); done rises
     # at the end of 6; IDLE 7, READ_B 8, LATCH 9, RUN 10..13 load the tx register, words
     # transfer 11..14; the last leaves the east edge 14 + 2 = 16.
-    last = simulate_phase(_plan(1, 1), stream_cols=[0], weight_color=pe.COLOR_W, first=3,
+    last = simulate_phase(_plan(1, 1), streams={0: 1}, weight_color=pe.COLOR_W, first=3,
                           sinks={(0, 0, "E"): 4}, **ONE)
     assert last == 16
 
@@ -27,14 +27,14 @@ def test_vector_unit_takes_l_plus_3_cycles_per_vector():
     # Row 1's weight arrives one cycle later, but the vector unit is busy with row 0 until 13:
     # IDLE 14, READ_B 15, LATCH 16, RUN 17..20, words 18..21, edge 23. (Row 1's stage-1 write in
     # 7 is to banks 0..3 of words 8..11; the PASS stores row 0 at 20..23, banks 4..7, in 10..13.)
-    last = simulate_phase(_plan(2, 1), stream_cols=[0, 0], weight_color=pe.COLOR_W, first=3,
+    last = simulate_phase(_plan(2, 1), streams={0: 2}, weight_color=pe.COLOR_W, first=3,
                           sinks={(0, 0, "E"): 8}, **ONE)
     assert last == 23
 
 
 def test_row_completes_after_count_weights():
     # K = 3: the third weight (cycle 5) completes the row: 5 + 13 = 18.
-    last = simulate_phase(_plan(1, 3), stream_cols=[0] * 3, weight_color=pe.COLOR_W, first=3,
+    last = simulate_phase(_plan(1, 3), streams={0: 3}, weight_color=pe.COLOR_W, first=3,
                           sinks={(0, 0, "E"): 4}, **ONE)
     assert last == 18
 
@@ -60,7 +60,7 @@ def test_vector_store_waits_on_a_same_bank_stage1_write(writer, keep, last):
         1: dict(op=Op.VEC, vmode=VecMode.PASS, enable=1, send=1, store=1, color=2, count=1,
                 reps=1, a_base=0, dst_base=32, **keep)}}},
         "routes": {(0, 0): [(1, "N", ["RAMP"]), (2, "RAMP", ["E"])]}}
-    assert simulate_phase(plan, stream_cols=[0], weight_color=1, first=2,
+    assert simulate_phase(plan, streams={0: 1}, weight_color=1, first=2,
                           sinks={(0, 0, "E"): 4}, **ONE) == last
 
 
@@ -75,13 +75,13 @@ def test_dot_word_store_waits_on_a_same_bank_stage1_write(store_dst, last):
         1: dict(op=Op.VEC, vmode=VecMode.DOT, enable=1, send=1, store=1, color=2, count=2,
                 reps=1, lo=0, hi=1, dst_base=32)}}},
         "routes": {(0, 0): [(1, "N", ["RAMP"]), (2, "RAMP", ["E"])]}}
-    assert simulate_phase(plan, stream_cols=[0], weight_color=1, first=3,
+    assert simulate_phase(plan, streams={0: 1}, weight_color=1, first=3,
                           sinks={(0, 0, "E"): 2}, **ONE) == last
 
 
 def test_unexpected_edge_word_is_an_error():
     with pytest.raises(ValueError, match="left the mesh"):
-        simulate_phase(_plan(1, 1), stream_cols=[0], weight_color=pe.COLOR_W, first=0,
+        simulate_phase(_plan(1, 1), streams={0: 1}, weight_color=pe.COLOR_W, first=0,
                        sinks={(0, 0, "W"): 4}, **ONE)
 
 
@@ -89,7 +89,7 @@ def test_unmatched_color_is_an_error():
     plan = _plan(1, 1)
     plan["pes"][(0, 0)]["descs"][0]["color"] = 6
     with pytest.raises(ValueError, match="matches descriptors"):
-        simulate_phase(plan, stream_cols=[0], weight_color=pe.COLOR_W, first=0,
+        simulate_phase(plan, streams={0: 1}, weight_color=pe.COLOR_W, first=0,
                        sinks={(0, 0, "E"): 4}, **ONE)
 
 
@@ -99,18 +99,22 @@ def _north_sender(reps):
             "routes": {(0, 0): [(3, "RAMP", ["N"])]}}
 
 
-def test_gradient_fifo_latency():
+def test_gradient_link_takes_the_north_output():
     # Two PASS vectors north: tx words transfer 4..7 and 11..14 (IDLE 7, READ_B 8, LATCH 9, RUN
-    # 10..13 for the second), reach the north output 2 cycles later (6..9, 13..16) and the FIFO;
-    # each leaves the mux 2 cycles after its write: the last in 18.
-    assert simulate_phase(_north_sender(2), mux_cols=[0] * 8, **ONE) == 18
+    # 10..13 for the second) and leave the north output of the column 2 cycles later, on the
+    # gradient link (always ready): the last in 16.
+    assert simulate_phase(_north_sender(2), grads={0: 8}, **ONE) == 16
 
 
-def test_gradient_fifo_full_holds_the_column():
-    # A 2-word FIFO: the words written in 6 and 7 leave in 8 and 9; the north output is not ready
-    # in 8 (2 words in at the start of the cycle), so word 2 waits a cycle, and so on: later than 18.
-    small = simulate_phase(_north_sender(2), mux_cols=[0] * 8, grad_fifo_depth=2, **ONE)
-    assert small > 18
+def test_weight_links_run_in_parallel():
+    # 1 x 2 mesh, one weight per column, each on its own link from cycle 3: both RAMPs take their
+    # weight in 5, both rows are done at the end of 6. Column 0's PASS: IDLE 7, READ_B 8, LATCH
+    # 9, RUN 10..13, psum words transfer 11..14, at column 1's RAMP 14..17 (1 link + 2); its
+    # STORE is done at the end of 18; the ADD: IDLE 19 .. RUN 22..25, words 23..26, one link west
+    # and out of the west edge 26..29.
+    two = pe.forward_kernel(lanes=4, sram_words=4096, rows=1, cols=2, m=1, k=2)
+    assert simulate_phase(two, streams={0: 1, 1: 1}, weight_color=pe.COLOR_W, first=3,
+                          sinks={(0, 0, "W"): 4}, **dict(ONE, cols=2)) == 29
 
 
 def test_west_stream_feeds_row():

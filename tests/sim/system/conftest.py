@@ -21,8 +21,8 @@ def _check_rtl_results(results, run):
             assert 0 < p["lane_utilization"] <= 1, p      # the layer's MACs fit in its run
             if run.stall == 0:
                 assert p["run_cycles"] == p["model_run_cycles"]
-            else:
-                assert p["run_cycles"] >= p["model_run_cycles"]
+            else:       # stalls can reorder the RAMP arbitration: only the formula bounds the run
+                assert p["run_cycles"] >= p["model_run_formula"]
     assert (Path(run.out_dir) / "weights.safetensors").stat().st_size > 4 * run.words
 
 
