@@ -21,8 +21,10 @@ descriptor is written in :data:`COMMIT_ORDER` (:func:`descriptor_writes`).
 Address map (``S = sram_words``, ``T = num_tasks``): ``[0, S)`` SRAM words (R/W);
 ``desc_addr(S, t, w) = S + DESC_STRIDE * t + w`` word ``w`` of descriptor ``t`` (R/W);
 ``status_base(S, T) + STATUS[name]`` the status registers (``FAULT`` holds :data:`FAULT_STATUS`,
-any write clears it; ``PARAMS`` holds :data:`PE_PARAMS`); ``done_addr(S, T, t)`` the done counter
-of descriptor ``t`` (R). The map spans ``core_span(S, T)`` addresses.
+any write clears it; ``PARAMS`` holds :data:`PE_PARAMS`; ``PACK`` (R/W) the packed SRAM write
+mode: while it is 1, a write of ``d`` to SRAM word ``a`` writes two bf16, :func:`pack_pair`);
+``done_addr(S, T, t)`` the done counter of descriptor ``t`` (R). The map spans ``core_span(S, T)``
+addresses.
 """
 
 import enum
@@ -34,8 +36,8 @@ from .wavelet import COLOR_BITS
 
 __all__ = ["TASK_BITS", "MAX_TASKS", "DESCRIPTOR", "DESC_WORDS", "DESC_STRIDE", "COMMIT_ORDER",
            "Op", "VecMode", "Fault", "STATUS", "DONE_OFFSET", "FAULT_STATUS", "PE_PARAMS",
-           "encode", "decode", "desc_addr", "status_base", "done_addr", "core_span",
-           "descriptor_writes"]
+           "encode", "decode", "desc_addr", "status_base", "done_addr", "core_span", "pack_pair",
+           "unpack_pair", "descriptor_writes"]
 
 TASK_BITS = 5                  # a descriptor index (next, dep_a, dep_b, fault index)
 MAX_TASKS = 1 << TASK_BITS
@@ -83,9 +85,9 @@ class Fault(enum.IntEnum):
     ACC_CONFLICT = 8  # FMAC wavelet of t while another descriptor's row is half accumulated
 
 
-# Status registers at status_base + offset (R; a write to FAULT clears it).
+# Status registers at status_base + offset (R; a write to FAULT clears it; PACK is R/W).
 STATUS = MappingProxyType({"FAULT": 0, "ACTIVE": 1, "FMAC_CYCLES": 2, "VEC_CYCLES": 3,
-                           "RX_COUNT": 4, "TX_COUNT": 5, "PARAMS": 6})
+                           "RX_COUNT": 4, "TX_COUNT": 5, "PARAMS": 6, "PACK": 7})
 DONE_OFFSET = 8                # done counter of descriptor t at status_base + DONE_OFFSET + t
 # The FAULT register: all fields 0 while no fault is held.
 FAULT_STATUS = BitLayout("PE fault status", ("flag", 1), ("code", 4), ("index", TASK_BITS))
@@ -130,3 +132,15 @@ def descriptor_writes(base, words):
     """``[(address, word)]`` writing descriptor ``words`` at ``base`` (the address of word 0) in
     :data:`COMMIT_ORDER`."""
     return [(base + w, words[w]) for w in COMMIT_ORDER]
+
+
+def pack_pair(first, second):
+    """The packed configuration word (``PACK = 1``) that writes SRAM words ``a`` and ``a + 1``:
+    ``first`` and ``second`` are SRAM words holding a bf16 in the upper half (lower half 0); the
+    packed word carries ``first``'s bf16 in its upper half and ``second``'s in its lower half."""
+    return (first & 0xFFFF0000) | (second >> 16)
+
+
+def unpack_pair(word):
+    """The two SRAM words a packed configuration write of ``word`` writes (at ``a``, ``a + 1``)."""
+    return word & 0xFFFF0000, (word << 16) & WORD_MASK

@@ -28,7 +28,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from arch.pe_map import DESCRIPTOR, Op, VecMode, desc_addr, descriptor_writes, encode
+from arch.pe_map import (
+    DESCRIPTOR,
+    STATUS,
+    Op,
+    VecMode,
+    desc_addr,
+    descriptor_writes,
+    encode,
+    pack_pair,
+    status_base,
+)
 from arch.ports import Port
 from arch.router_map import route_addr, route_mask
 from arch.tile_map import CORE_BASE, mesh_tile_addr_bits, tile_address
@@ -135,12 +145,31 @@ def _commit_indices(cfg, plan, writes, bits):
 
 
 def _sram_writes(cfg, loads, bits):
-    """``loads[(p, q)] = [(base, words)]``: SRAM words (uint32) to write into each PE."""
+    """``loads[(p, q)] = [(base, words)]``: SRAM words (uint32, a bf16 in the upper half) to write
+    into each PE: two per write in the core's packed mode (``PACK = 1`` before, ``PACK = 0``
+    after; an odd last word is written alone after that)."""
     out = []
+    S, T, Q = cfg.sram_words, cfg.num_tasks, cfg.mesh_cols
     for (p, q), items in sorted(loads.items()):
+        if not items:
+            continue
+
+        def addr(local, p=p, q=q):
+            return tile_address(Q, p, q, CORE_BASE + local, bits)
+        pack = addr(status_base(S, T) + STATUS["PACK"])
+        out.append((pack, 1))
+        tails = []
         for base, words in items:
-            for i, word in enumerate(np.asarray(words, dtype=np.uint32).ravel()):
-                out.append((tile_address(cfg.mesh_cols, p, q, CORE_BASE + base + i, bits), int(word)))
+            words = np.asarray(words, dtype=np.uint32).ravel()
+            if (words & 0xFFFF).any():
+                raise WaferCompileError("SRAM loads must hold bf16 values in the upper half")
+            n = len(words) // 2 * 2
+            pairs = pack_pair(words[0:n:2], words[1:n:2])
+            out += [(addr(base + 2 * i), int(w)) for i, w in enumerate(pairs)]
+            if n < len(words):
+                tails.append((addr(base + n), int(words[n])))
+        out.append((pack, 0))
+        out += tails
     return out
 
 

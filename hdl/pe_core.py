@@ -68,7 +68,10 @@ Configuration address map (``S = sram_words``, ``T = num_tasks``; :mod:`arch.pe_
 writing word 0 commits). ``status_base(S, T) + STATUS[name]``: ``FAULT`` (``FAULT_STATUS``; R, any
 write clears), ``ACTIVE`` mask, ``FMAC_CYCLES`` (cycles the lanes did FMACs), ``VEC_CYCLES``
 (cycles the vector unit worked, waiting for ``tx`` excluded), ``RX_COUNT``, ``TX_COUNT``,
-``PARAMS`` (``PE_PARAMS``); ``done_addr(S, T, t)`` ``done[t]``. Configuration writes to SRAM have
+``PARAMS`` (``PE_PARAMS``), ``PACK`` (R/W, reset 0: while 1, a write of ``d`` to SRAM word ``a``
+writes two bf16: ``d``'s upper half to word ``a`` and its lower half to word ``a + 1``, each in the
+upper half of its word with a zero lower half (``arch.pe_map.pack_pair``); ``a + 1`` past the end
+of SRAM is not written); ``done_addr(S, T, t)`` ``done[t]``. Configuration writes to SRAM have
 priority over the vector unit's stores (it waits a cycle); configuration reads and writes of SRAM
 must not race the wavelet engine (access SRAM while no wavelets flow: an FMAC wavelet takes the
 read port, a wavelet-engine write wins the bank).
@@ -112,6 +115,9 @@ class PeCore(wiring.Component):
         if cfg.lanes > cfg.sram_banks:
             refuse(self, ConfigError(f"PE core needs lanes <= sram_banks (one vector = one word per "
                                      f"bank), got lanes={cfg.lanes}, sram_banks={cfg.sram_banks}"))
+        if cfg.sram_banks < 2:
+            refuse(self, ConfigError(f"PE core needs sram_banks >= 2 (a packed configuration write "
+                                     f"puts two words in two banks), got sram_banks={cfg.sram_banks}"))
         span = core_span(cfg.sram_words, cfg.num_tasks)
         if span > 1 << ADDR_BITS:
             refuse(self, ConfigError(f"PE core address map needs {span} addresses, more than the "
@@ -153,6 +159,9 @@ class PeCore(wiring.Component):
             table.wdata.eq(bus.wdata),
         ]
         fault_clear = bus.we & (a == STAT + STATUS["FAULT"])
+        pack = Signal()
+        with m.If(bus.we & (a == STAT + STATUS["PACK"])):
+            m.d.sync += pack.eq(bus.wdata[0])
 
         # ---- the table's state to the engines, their steps back ------------------------------
         for name in ("desc", "active", "in_range", "cnt", "aptr", "dptr"):
@@ -181,7 +190,10 @@ class PeCore(wiring.Component):
             sram.row_addr.eq(weng.wr_addr), sram.row_data.eq(weng.wr_data),
             sram.row_mask.eq(weng.wr_mask),
             sram.word_addr.eq(Mux(cfg_sram_we, a, vec.wr_addr)),
-            sram.word_data.eq(Mux(cfg_sram_we, bus.wdata, vec.wr_data)),
+            sram.word_data.eq(Mux(cfg_sram_we, Mux(pack, bus.wdata & 0xFFFF0000, bus.wdata),
+                                  vec.wr_data)),
+            sram.word_pair.eq(cfg_sram_we & pack),
+            sram.word_data2.eq(bus.wdata << 16),
             sram.word_en.eq(cfg_sram_we | vec.wr_en),
             vec.wr_blocked.eq(sram.word_blocked),
             vec.cfg_write.eq(cfg_sram_we),
@@ -241,6 +253,8 @@ class PeCore(wiring.Component):
                     m.d.comb += reg_val.eq(tx_count)
                 with m.Case(STAT + STATUS["PARAMS"]):
                     m.d.comb += reg_val.eq(PE_PARAMS.pack(lanes=L, num_tasks=T, num_colors=NC))
+                with m.Case(STAT + STATUS["PACK"]):
+                    m.d.comb += reg_val.eq(pack)
                 for t in range(T):
                     with m.Case(STAT + DONE_OFFSET + t):
                         m.d.comb += reg_val.eq(table.done[t])

@@ -12,8 +12,10 @@ Ports (addresses are word addresses below ``words``):
   (lane ``l`` = word ``addr + l``) of copy 0 / copy 1, the cycle after the address (registered).
 * ``row_addr``, ``row_data``, ``row_mask``: lane ``l`` writes ``row_data[l]`` to ``row_addr + l``
   where ``row_mask[l]`` is set. Priority over the word write.
-* ``word_addr``, ``word_data``, ``word_en``: one word. ``word_blocked`` (combinational) is high when
-  the row write uses the bank of ``word_addr`` in this cycle; the word is then not written.
+* ``word_addr``, ``word_data``, ``word_en``: one word; with ``word_pair`` also ``word_data2`` to
+  ``word_addr + 1`` (its bank is the next one, so ``banks >= 2``; not written past the last word).
+  ``word_blocked`` (combinational) is high when the row write uses the bank of a word of the write
+  in this cycle; the words are then not written.
 
 A read in the cycle of a write to the same word returns the old word.
 """
@@ -27,7 +29,7 @@ __all__ = ["PeSram"]
 
 class PeSram(wiring.Component):
     def __init__(self, *, words, banks, lanes):
-        assert lanes <= banks and words % banks == 0
+        assert lanes <= banks and words % banks == 0 and banks >= 2
         self._words, self._banks, self._lanes = words, banks, lanes
         vec = data.ArrayLayout(32, lanes)
         super().__init__({
@@ -35,6 +37,7 @@ class PeSram(wiring.Component):
             "vec_addr": In(16), "vec_data": Out(vec),
             "row_addr": In(16), "row_data": In(vec), "row_mask": In(lanes),
             "word_addr": In(16), "word_data": In(32), "word_en": In(1), "word_blocked": Out(1),
+            "word_pair": In(1), "word_data2": In(32),
         })
 
     def elaborate(self, platform):
@@ -58,6 +61,11 @@ class PeSram(wiring.Component):
         # Per bank: the row write's lane (and whether it writes), else the word write.
         row_lo, row_hi = split(self.row_addr)
         word_lo, word_hi = split(self.word_addr)
+        addr2 = Signal(17)
+        m.d.comb += addr2.eq(self.word_addr + 1)
+        pair_lo, pair_hi = split(addr2)
+        pair_en = Signal()      # (not from word_en: a store's word_en waits on word_blocked)
+        m.d.comb += pair_en.eq(self.word_pair & (addr2 < S))
         mask = Cat(self.row_mask, Const(0, NB - L)) if NB > L else self.row_mask
         row_en = Signal(NB)
         wr_addr = [Signal(line_bits, name=f"wr_addr{b}") for b in range(NB)]
@@ -68,14 +76,16 @@ class PeSram(wiring.Component):
             lane = Signal(max(lb, 1), name=f"row_lane{b}")
             m.d.comb += lane.eq(lane_of(b, row_lo))
             m.d.comb += row_en[b].eq(mask.bit_select(lane, 1) if NB > 1 else mask[0])
-            word_here = self.word_en & (word_lo == b) if NB > 1 else self.word_en
+            word_here = self.word_en & (word_lo == b)
+            pair_here = self.word_en & pair_en & (pair_lo == b)
             m.d.comb += [
-                wr_en[b].eq(row_en[b] | word_here),
-                wr_addr[b].eq(Mux(row_en[b], line(b, row_lo, row_hi), word_hi)),
-                wr_data[b].eq(Mux(row_en[b], lanes[lane] if NB > 1 else self.row_data[0],
-                                   self.word_data)),
+                wr_en[b].eq(row_en[b] | word_here | pair_here),
+                wr_addr[b].eq(Mux(row_en[b], line(b, row_lo, row_hi), Mux(pair_here, pair_hi, word_hi))),
+                wr_data[b].eq(Mux(row_en[b], lanes[lane],
+                                  Mux(pair_here, self.word_data2, self.word_data))),
             ]
-        m.d.comb += self.word_blocked.eq(row_en.bit_select(word_lo, 1) if NB > 1 else row_en[0])
+        m.d.comb += self.word_blocked.eq(row_en.bit_select(word_lo, 1)
+                                         | (pair_en & row_en.bit_select(pair_lo, 1)))
 
         for copy, (addr, out) in enumerate([(self.lane_addr, self.lane_data),
                                             (self.vec_addr, self.vec_data)]):

@@ -49,10 +49,12 @@ TOPS = {
 
 
 def _pe_banks(cfg):
-    """``cfg`` with ``sram_banks`` raised to the power of two >= ``lanes`` when it is smaller."""
-    if cfg.lanes <= cfg.sram_banks:
+    """``cfg`` with ``sram_banks`` raised to the power of two >= ``max(lanes, 2)`` when it is
+    smaller (the PE core's vectors and packed writes)."""
+    need = max(cfg.lanes, 2)
+    if need <= cfg.sram_banks:
         return cfg
-    return cfg.replace(sram_banks=1 << (cfg.lanes - 1).bit_length())
+    return cfg.replace(sram_banks=1 << (need - 1).bit_length())
 
 
 def build_top(name, cfg):

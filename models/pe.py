@@ -37,6 +37,7 @@ from arch.pe_map import (
     descriptor_writes,
     encode,
     status_base,
+    unpack_pair,
 )
 from arch.ports import OPPOSITE, STEP
 from models.numerics import bf16_bits, bf16_mul, bits, f32, fp32_add
@@ -78,6 +79,7 @@ class PeModel:
         self.fault = None              # (code, index) of the first fault, sticky
         self.out = []
         self.fmac_cycles = self.vec_cycles = self.rx_count = 0
+        self.pack = 0                  # the PACK register: packed configuration SRAM writes
 
     # ---- configuration bus -------------------------------------------------------------------
 
@@ -89,7 +91,13 @@ class PeModel:
         word &= WORD_MASK
         base = self.status_base
         if addr < self.S:
-            self.mem[addr] = word
+            if self.pack:
+                first, second = unpack_pair(word)
+                self.mem[addr] = first
+                if addr + 1 < self.S:
+                    self.mem[addr + 1] = second
+            else:
+                self.mem[addr] = word
         elif self.S <= addr < base:
             t, w = divmod(addr - self.S, DESC_STRIDE)
             if w < DESC_WORDS:
@@ -101,6 +109,8 @@ class PeModel:
                     self._commit(t)
         elif addr == base + STATUS["FAULT"]:
             self.fault = None
+        elif addr == base + STATUS["PACK"]:
+            self.pack = word & 1
         self.run_vec()
 
     def cfg_read(self, addr):
@@ -118,6 +128,7 @@ class PeModel:
             STATUS["RX_COUNT"]: self.rx_count & WORD_MASK,
             STATUS["TX_COUNT"]: len(self.out) & WORD_MASK,
             STATUS["PARAMS"]: PE_PARAMS.pack(lanes=self.L, num_tasks=self.T, num_colors=self.C),
+            STATUS["PACK"]: self.pack,
         }
         off = addr - base
         if off in regs:

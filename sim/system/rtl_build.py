@@ -30,12 +30,11 @@ def _key(cfg, depths):
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def system_sources(cfg, dims, *, log=None):
-    """``[system_rtl.v, system_tb.v]`` for hardware ``cfg`` and network ``dims`` (generated when
-    missing; ``log(text)`` is told when that happens)."""
+def system_sources(cfg, depths, *, log=None):
+    """``[system_rtl.v, system_tb.v]`` for hardware ``cfg`` and the harness memory ``depths``
+    (``sim.system.rtl.harness_depths``; generated when missing; ``log(text)`` is told when that
+    happens)."""
     from sim.harness.system_tb import system_tb_text
-    from sim.system.rtl import harness_depths
-    depths = harness_depths(cfg, dims)
     folder = BUILD / f"{DUT}-{_key(cfg, depths)}"
     design, tb = folder / f"{DUT}.v", folder / "system_tb.v"
     with locked(folder):

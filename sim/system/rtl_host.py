@@ -20,7 +20,7 @@ from arch.config_bus import ADDR_BITS, WORD_BITS
 from sim.harness.system_tb import STATUS_FIELDS, TB_TOP
 from sim.kit.testbench import Testbench
 from sim.system.config import DATA_FILE
-from sim.system.rtl import rtl_config
+from sim.system.rtl import harness_depths, rtl_config
 from sim.system.rtl_build import system_sources
 from sim.system.rtl_training import PhaseResult, training
 
@@ -54,15 +54,15 @@ def cfg_words(writes):
 
 class PhaseRunner:
     """Runs :class:`~sim.system.rtl_training.PhaseRequest`s on ``system_tb`` for hardware
-    ``cfg`` in folder ``work`` (inputs and outputs of the last phase stay there). Keeps the
+    ``cfg`` with harness memory ``depths`` (``sim.system.rtl.harness_depths``) in folder ``work`` (inputs and outputs of the last phase stay there). Keeps the
     simulator's totals: ``cycles`` (clock cycles simulated, reset included), ``cpu_seconds``,
     ``runs``."""
 
-    def __init__(self, cfg, dims, work, *, stall=0, simulator=None, log=None):
+    def __init__(self, cfg, depths, work, *, stall=0, simulator=None, log=None):
         self.cfg, self.stall = cfg, stall
-        self.work = Path(work)
+        self.work = Path(work).resolve()
         self.work.mkdir(parents=True, exist_ok=True)
-        self.tb = Testbench(system_sources(cfg, dims, log=log), TB_TOP, simulator=simulator, log=log)
+        self.tb = Testbench(system_sources(cfg, depths, log=log), TB_TOP, simulator=simulator, log=log)
         self.simulator = self.tb.simulator
         self.cycles, self.cpu_seconds, self.runs = 0, 0.0, 0
 
@@ -130,7 +130,8 @@ def run_rtl_host(run, *, simulator=None, log=print):
     cfg = rtl_config(run)
     work = out / "phase"
     shutil.rmtree(work, ignore_errors=True)
-    runner = PhaseRunner(cfg, run.dims, work, stall=run.stall, simulator=simulator, log=log).build()
+    runner = PhaseRunner(cfg, harness_depths(cfg, run.dims), work, stall=run.stall,
+                         simulator=simulator, log=log).build()
     data = np.load(out / DATA_FILE)
     loop = training(run, cfg, data, log=log)
     try:

@@ -77,6 +77,21 @@ def test_fmac():
     run(cfg, prog, gap_prob=0.3)
 
 
+def test_packed_sram_writes():
+    """PACK = 1: one configuration write puts two bf16 into SRAM words a and a + 1 (odd a: the pair
+    straddles banks and lines; at the last word only that one is written); PACK = 0 writes whole
+    words again. The model against the words here, the RTL against the model."""
+    cfg, S = TINY, TINY.sram_words
+    pack = status(cfg, "PACK")
+    writes = [(pack, 1), (3, 0x12345678), (S - 1, 0xAAAABBBB), (10, 0x3F80C000), (pack, 0),
+              (20, 0xDEADBEEF)]
+    addrs = [3, 4, S - 1, 0, 10, 11, 20]
+    prog = Program(cfg).step(writes=writes, reads=addrs + [pack])
+    assert [prog.model.cfg_read(a) for a in addrs + [pack]] == [
+        0x12340000, 0x56780000, 0xAAAA0000, 0, 0x3F800000, 0xC0000000, 0xDEADBEEF, 0]
+    run(cfg, prog)
+
+
 def test_groups():
     """``group``: FMAC row n reads its operands from ``a_base + (n mod group)*L`` on (L-word
     chunks), a VEC unit n reads A at ``a_base + (n div group)*a_stride``; checked against sums
@@ -286,16 +301,21 @@ def test_faults():
     run(cfg, prog)
 
 
+def test_core_needs_two_banks():
+    with pytest.raises(ConfigError, match="sram_banks >= 2"):
+        PeCore(preset("tiny", lanes=1, sram_banks=1))
+
+
 def test_lanes_must_fit_banks():
     with pytest.raises(ConfigError, match="lanes <= sram_banks"):
         PeCore(TINY.replace(lanes=4))
 
 
-@pytest.mark.parametrize("lanes,banks", [(1, 1), (3, 4)])
+@pytest.mark.parametrize("lanes,banks", [(1, 2), (3, 4)])
 def test_mixed_program(lanes, banks):
     """Weights and psums interleaved at random on one rx stream: FMAC rows and received vectors
-    meet in the ADD join in either order, while a DOT shares the vector unit; odd lane counts and
-    a single bank."""
+    meet in the ADD join in either order, while a DOT shares the vector unit; odd lane counts, a
+    single lane (the smallest SRAM: 2 banks)."""
     cfg = preset("tiny", lanes=lanes, sram_banks=banks)
     L = lanes
     rng = np.random.default_rng(20 + lanes)
