@@ -22,7 +22,8 @@ Address map (``S = sram_words``, ``T = num_tasks``): ``[0, S)`` SRAM words (R/W)
 ``desc_addr(S, t, w) = S + DESC_STRIDE * t + w`` word ``w`` of descriptor ``t`` (R/W);
 ``status_base(S, T) + STATUS[name]`` the status registers (``FAULT`` holds :data:`FAULT_STATUS`,
 any write clears it; ``PARAMS`` holds :data:`PE_PARAMS`; ``PACK`` (R/W) the packed SRAM write
-mode: while it is 1, a write of ``d`` to SRAM word ``a`` writes two bf16, :func:`pack_pair`);
+mode: while it is 1, a write of ``d`` to SRAM word ``a`` writes two bf16, :func:`pack_pair`;
+``STOP`` (W) stops every descriptor);
 ``done_addr(S, T, t)`` the done counter of descriptor ``t`` (R). The map spans ``core_span(S, T)``
 addresses.
 """
@@ -85,10 +86,11 @@ class Fault(enum.IntEnum):
     ACC_CONFLICT = 8  # FMAC wavelet of t while another descriptor's row is half accumulated
 
 
-# Status registers at status_base + offset (R; a write to FAULT clears it; PACK is R/W).
+# Status registers at status_base + offset (R; a write to FAULT clears it; PACK is R/W; a write
+# to STOP stops every descriptor, it reads 0).
 STATUS = MappingProxyType({"FAULT": 0, "ACTIVE": 1, "FMAC_CYCLES": 2, "VEC_CYCLES": 3,
-                           "RX_COUNT": 4, "TX_COUNT": 5, "PARAMS": 6, "PACK": 7})
-DONE_OFFSET = 8                # done counter of descriptor t at status_base + DONE_OFFSET + t
+                           "RX_COUNT": 4, "TX_COUNT": 5, "PARAMS": 6, "PACK": 7, "STOP": 8})
+DONE_OFFSET = 16               # done counter of descriptor t at status_base + DONE_OFFSET + t
 # The FAULT register: all fields 0 while no fault is held.
 FAULT_STATUS = BitLayout("PE fault status", ("flag", 1), ("code", 4), ("index", TASK_BITS))
 # The PARAMS register.

@@ -121,12 +121,13 @@ def _commit_order(descs):
 
 
 def _desc_writes(cfg, plan, bits):
-    """First stop every descriptor slot of every PE (word 0 = NOP), then commit the phase's
-    descriptors tile by tile (north-west first), each in :func:`_commit_order`."""
+    """First stop every descriptor of every PE (a write to its ``STOP`` register), then commit the
+    phase's descriptors tile by tile (north-west first), each in :func:`_commit_order`."""
     out = []
     S, T, Q = cfg.sram_words, cfg.num_tasks, cfg.mesh_cols
+    stop = status_base(S, T) + STATUS["STOP"]
     for (p, q) in sorted(plan["pes"]):
-        out += [(tile_address(Q, p, q, CORE_BASE + desc_addr(S, t), bits), 0) for t in range(T)]
+        out.append((tile_address(Q, p, q, CORE_BASE + stop, bits), 0))
     for (p, q), info in sorted(plan["pes"].items()):
         for t in _commit_order(info["descs"]):
             out += descriptor_writes(tile_address(Q, p, q, CORE_BASE + desc_addr(S, t), bits),

@@ -71,7 +71,8 @@ write clears), ``ACTIVE`` mask, ``FMAC_CYCLES`` (cycles the lanes did FMACs), ``
 ``PARAMS`` (``PE_PARAMS``), ``PACK`` (R/W, reset 0: while 1, a write of ``d`` to SRAM word ``a``
 writes two bf16: ``d``'s upper half to word ``a`` and its lower half to word ``a + 1``, each in the
 upper half of its word with a zero lower half (``arch.pe_map.pack_pair``); ``a + 1`` past the end
-of SRAM is not written); ``done_addr(S, T, t)`` ``done[t]``. Configuration writes to SRAM have
+of SRAM is not written), ``STOP`` (W: any write stops every descriptor, as a write to each would;
+reads 0); ``done_addr(S, T, t)`` ``done[t]``. Configuration writes to SRAM have
 priority over the vector unit's stores (it waits a cycle); configuration reads and writes of SRAM
 must not race the wavelet engine (access SRAM while no wavelets flow: an FMAC wavelet takes the
 read port, a wavelet-engine write wins the bank).
@@ -159,6 +160,7 @@ class PeCore(wiring.Component):
             table.wdata.eq(bus.wdata),
         ]
         fault_clear = bus.we & (a == STAT + STATUS["FAULT"])
+        m.d.comb += table.stop_all.eq(bus.we & (a == STAT + STATUS["STOP"]))
         pack = Signal()
         with m.If(bus.we & (a == STAT + STATUS["PACK"])):
             m.d.sync += pack.eq(bus.wdata[0])

@@ -17,7 +17,8 @@ Ports:
 * configuration: ``we``, ``index``, ``word``, ``wdata`` write word ``word`` of descriptor ``index``
   (it takes effect next cycle; any write stops the descriptor, writing word 0 commits it);
   ``rdata`` (combinational) is that word; ``commit_fault`` the fault code of this cycle's commit
-  (0: none or legal).
+  (0: none or legal); ``stop_all`` stops every descriptor as a write to it would (words and
+  ``done`` counters kept, not legal until committed again).
 * wavelet engine: ``w_step`` (a wavelet of ``w_t`` was taken), ``w_unit_end``, ``w_run_end``,
   ``w_stop`` (``w_t`` stops on a fault), ``w_inc``/``w_inc_t`` (stage 1: ``done[w_inc_t] += 1``).
 * vector unit: ``v_unit`` (a unit of ``v_t`` finished), ``v_run_end``, ``v_stop``.
@@ -62,7 +63,7 @@ class DescriptorTable(wiring.Component):
         T = cfg.num_tasks
         idx = range(max(T, 2))
         super().__init__({
-            "we": In(1), "index": In(idx), "word": In(3), "wdata": In(WORD_BITS),
+            "we": In(1), "index": In(idx), "word": In(3), "wdata": In(WORD_BITS), "stop_all": In(1),
             "rdata": Out(WORD_BITS), "commit_fault": Out(FAULT_STATUS.field_width("code")),
             **{name: Out(shape) for name, shape in state_shapes(cfg).items()},
             "w_step": In(1), "w_t": In(idx), "w_unit_end": In(1), "w_run_end": In(1),
@@ -109,11 +110,11 @@ class DescriptorTable(wiring.Component):
             pos, cnt, done = self.pos[t], self.cnt[t], self.done[t]
             aptr, bptr, dptr = self.aptr[t], self.bptr[t], self.dptr[t]
             m.d.comb += self.in_range[t].eq((cnt >= d.lo) & (cnt < d.hi))
-            written = self.we & (self.index == t)
+            written = (self.we & (self.index == t)) | self.stop_all
             with m.If(written):
-                m.d.sync += legal[t].eq(commit & (code == 0) & (cand.op != Op.NOP))
+                m.d.sync += legal[t].eq(commit & ~self.stop_all & (code == 0) & (cand.op != Op.NOP))
             start = (((w_chain & (wd.next == t)) | (v_chain & (vd.next == t))) & legal[t]
-                     | (commit_start & (self.index == t)))
+                     | (commit_start & (self.index == t) & ~self.stop_all))
             w_here = self.w_t == t
             v_here = self.v_t == t
             stop = (((self.w_run_end | self.w_stop) & w_here) | ((self.v_run_end | self.v_stop) & v_here)

@@ -111,6 +111,10 @@ class PeModel:
             self.fault = None
         elif addr == base + STATUS["PACK"]:
             self.pack = word & 1
+        elif addr == base + STATUS["STOP"]:
+            for t in range(self.T):                   # as a write to every descriptor
+                self.active[t] = self.legal[t] = False
+                self._release_acc(t)
         self.run_vec()
 
     def cfg_read(self, addr):

@@ -90,8 +90,9 @@ def test_pe_address_map():
     S, T = 2048, 8
     assert desc_addr(S, 5, 2) == S + 8 * 5 + 2
     assert status_base(S, T) == S + 8 * T
-    assert [status_base(S, T) + STATUS[n] for n in ("FAULT", "PARAMS")] == [S + 64, S + 70]
-    assert done_addr(S, T, 3) == S + 8 * T + 8 + 3 and core_span(S, T) == S + 8 * T + 8 + T
+    assert [status_base(S, T) + STATUS[n] for n in ("FAULT", "PARAMS", "PACK", "STOP")] == \
+        [S + 64, S + 70, S + 71, S + 72]
+    assert done_addr(S, T, 3) == S + 8 * T + 16 + 3 and core_span(S, T) == S + 8 * T + 16 + T
     assert FAULT_STATUS.pack(flag=1, code=Fault.RANGE, index=3) == 1 | (5 << 1) | (3 << 5)
     assert PE_PARAMS.pack(lanes=4, num_tasks=8, num_colors=24) == 4 | (8 << 8) | (24 << 16)
     assert max(Fault) < 1 << FAULT_STATUS.field_width("code")

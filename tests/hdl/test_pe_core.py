@@ -92,6 +92,31 @@ def test_packed_sram_writes():
     run(cfg, prog)
 
 
+def test_stop_register_stops_every_descriptor():
+    """A write to STOP stops every descriptor at once (a half-accumulated FMAC row is dropped, a
+    VEC waiting on it never fires, words and done counters are kept); a wavelet afterwards finds
+    no descriptor (UNBOUND); committing again starts afresh. RTL against the model."""
+    rng = np.random.default_rng(8)
+    cfg = TINY
+    prog = Program(cfg)
+    prog.step(writes=sram_writes(0, bf16_words(rng, 32))
+              + desc_writes(cfg, 0, op=Op.FMAC, enable=1, color=1, a_base=0, a_stride=2, count=4,
+                            reps=3, dst_base=64)
+              + desc_writes(cfg, 1, op=Op.VEC, vmode=VecMode.PASS, enable=1, send=1, color=2,
+                            dep_a_en=1, dep_a=0, a_base=64, a_stride=2, count=1, reps=3))
+    prog.step(wavelets=[(1, w) for w in bf16_words(rng, 6)])       # row 0 done, row 1 half
+    prog.step(writes=[(status(cfg, "STOP"), 0)], reads=status_reads(cfg))
+    assert not any(prog.model.active) and prog.model.done[0] == 1
+    prog.step(wavelets=[(1, 0x3F800000)], reads=[status(cfg, "FAULT")])
+    assert prog.model.fault == (Fault.UNBOUND, 1)
+    prog.step(writes=[(status(cfg, "FAULT"), 0)]
+              + desc_writes(cfg, 0, op=Op.FMAC, enable=1, color=1, a_base=0, a_stride=2, count=4,
+                            reps=1, dst_base=80),
+              wavelets=[(1, w) for w in bf16_words(rng, 4)],
+              reads=list(range(80, 80 + cfg.lanes)) + status_reads(cfg))
+    run(cfg, prog, gap_prob=0.2, stall_prob=0.2)
+
+
 def test_groups():
     """``group``: FMAC row n reads its operands from ``a_base + (n mod group)*L`` on (L-word
     chunks), a VEC unit n reads A at ``a_base + (n div group)*a_stride``; checked against sums
