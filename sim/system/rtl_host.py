@@ -54,9 +54,9 @@ def cfg_words(writes):
 
 class PhaseRunner:
     """Runs :class:`~sim.system.rtl_training.PhaseRequest`s on ``system_tb`` for hardware
-    ``cfg`` with harness memory ``depths`` (``sim.system.rtl.harness_depths``) in folder ``work`` (inputs and outputs of the last phase stay there). Keeps the
-    simulator's totals: ``cycles`` (clock cycles simulated, reset included), ``cpu_seconds``,
-    ``runs``."""
+    ``cfg`` with harness memory ``depths`` (``sim.system.rtl.harness_depths``) in folder ``work``
+    (inputs and outputs of the last phase stay there). Keeps the simulator's totals: ``cycles``
+    (clock cycles simulated, reset included), ``cpu_seconds``, ``runs``."""
 
     def __init__(self, cfg, depths, work, *, stall=0, simulator=None, log=None):
         self.cfg, self.stall = cfg, stall
