@@ -60,15 +60,13 @@ def _faults(dut, cfg):
 
 async def _phase(dut, req, cfg):
     """Configure every wafer, stream the weights, wait; the :class:`PhaseResult`."""
-    systems, rows, cols = cfg.swarmx_leaves, cfg.mesh_rows, cfg.mesh_cols
+    systems, rows = cfg.swarmx_leaves, cfg.mesh_rows
     for i, writes in enumerate(req.writes):
         load_words(getattr(dut, f"cfg_player{i}").mem, [cfg_word(a, v) for a, v in writes])
-    streams = req.streams or [[]] * cols
-    roots = req.roots or [0] * cols
-    for q, words in enumerate(streams):
+    for q, (words, count) in enumerate(zip(req.streams, req.roots, strict=True)):
         load_words(getattr(dut, f"bcast_player{q}").mem, words)
         getattr(dut, f"bcast_count__{q}").value = len(words)
-        getattr(dut, f"root_count__{q}").value = roots[q]
+        getattr(dut, f"root_count__{q}").value = count
     for i, rows_in in enumerate(req.west_in):
         for p, words in enumerate(rows_in):
             load_words(getattr(dut, f"west_player{i}_{p}").mem, words)
@@ -80,13 +78,14 @@ async def _phase(dut, req, cfg):
     await _wait(dut, cfg, "cfg_done", 10 * len(req.writes[0]) + 100, f"{req.what} configuration")
     cfg_cycles = int(dut.cfg_cycles.value)
     await _pulse(dut, "go")
-    budget = 200 * (max(map(len, streams)) + req.west_in_count + max(roots) + req.west + req.east) + 20000
+    budget = 200 * (max(map(len, req.streams)) + req.west_in_count + max(req.roots) + req.west
+                    + req.east) + 20000
     await _wait(dut, cfg, "done", budget, req.what)
     assert not int(dut.fault.value), f"{req.what}: a PE core raised a fault{_faults(dut, cfg)}"
     assert not int(dut.error.value), f"{req.what}: a router or SwarmX raised an error"
     assert not int(dut.overflow.value), f"{req.what}: a recorder overflowed (extra words)"
     stream = 0
-    if req.streams:
+    if req.has_weights:
         stream = int(dut.bcast_last.value) - int(dut.bcast_first.value) + 1
 
     def edge(side, count):

@@ -76,10 +76,8 @@ def _hardware(cfg):
 
 
 def _request(cfg, what, phase, streams=(), **counts):
-    n, P = cfg.swarmx_leaves, cfg.mesh_rows
-    west_in = [[phase.west_in[p] for p in range(P)]] * n if phase.west_in else []
-    return PhaseRequest(what=what, writes=[phase.writes] * n, streams=list(streams),
-                        west_in=west_in, **counts)
+    """Every wafer runs the same compiled phase."""
+    return PhaseRequest.of(what, [phase] * cfg.swarmx_leaves, streams, **counts)
 
 
 def _phases(cfg, m, k, w16, x16, dz16, blocks):

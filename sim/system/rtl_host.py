@@ -75,15 +75,13 @@ class PhaseRunner:
         return dict(zip(STATUS_FIELDS, map(int, values), strict=True))
 
     def __call__(self, req):
-        n, P, Q = self.cfg.swarmx_leaves, self.cfg.mesh_rows, self.cfg.mesh_cols
+        n, P = self.cfg.swarmx_leaves, self.cfg.mesh_rows
         for old in self.work.glob("*.hex"):
             old.unlink()
         (self.work / "status.txt").unlink(missing_ok=True)
         for i, writes in enumerate(req.writes):
             write_hex(self.work / f"cfg{i}.hex", cfg_words(writes))
-        streams = req.streams or [[]] * Q
-        roots = req.roots or [0] * Q
-        for q, words in enumerate(streams):
+        for q, words in enumerate(req.streams):
             if len(words):
                 write_hex(self.work / f"bcast{q}.hex", words)
         for i, rows in enumerate(req.west_in):
@@ -91,13 +89,14 @@ class PhaseRunner:
                 write_hex(self.work / f"west_in{i}_{p}.hex", words)
         cfg_count = len(req.writes[0])
         budget = (_RESET_AND_START + 10 * cfg_count + 100
-                  + 200 * (max(map(len, streams)) + req.west_in_count + max(roots) + req.west + req.east)
+                  + 200 * (max(map(len, req.streams)) + req.west_in_count + max(req.roots) + req.west
+                           + req.east)
                   + 20000)
         plusargs = [f"+data={self.work}", f"+cfg_count={cfg_count}", f"+west_in_count={req.west_in_count}",
                     f"+west_count={req.west}", f"+east_count={req.east}",
                     f"+stall={self.stall}", f"+budget={budget}"]
-        plusargs += [f"+bcast_count{q}={len(words)}" for q, words in enumerate(streams)]
-        plusargs += [f"+root_count{q}={count}" for q, count in enumerate(roots)]
+        plusargs += [f"+bcast_count{q}={len(words)}" for q, words in enumerate(req.streams)]
+        plusargs += [f"+root_count{q}={count}" for q, count in enumerate(req.roots)]
         run = self.tb.run(plusargs, cwd=self.work)
         self.cpu_seconds += run.cpu_seconds
         self.runs += 1
@@ -110,7 +109,7 @@ class PhaseRunner:
         assert not st["fault"], f"{where}: a PE core raised a fault"
         assert not st["error"], f"{where}: a router or SwarmX raised an error"
         assert not st["overflow"], f"{where}: a recorder overflowed (extra words)"
-        stream = st["bcast_last"] - st["bcast_first"] + 1 if req.streams else 0
+        stream = st["bcast_last"] - st["bcast_first"] + 1 if req.has_weights else 0
 
         def edge(side, count):
             if not count:
@@ -118,7 +117,8 @@ class PhaseRunner:
             return [[read_hex(self.work / f"{side}{i}_{p}.hex", count) for p in range(P)]
                     for i in range(n)]
 
-        root = [read_hex(self.work / f"root{q}.hex", count) for q, count in enumerate(req.roots)]
+        root = [read_hex(self.work / f"root{q}.hex", count) if count else np.zeros(0, np.uint64)
+                for q, count in enumerate(req.roots)]
         return PhaseResult(st["cfg_cycles"], st["run_cycles"], stream, root,
                            edge("west", req.west), edge("east", req.east))
 

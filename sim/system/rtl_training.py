@@ -64,12 +64,12 @@ __all__ = ["PhaseRequest", "PhaseResult", "training"]
 @dataclass
 class PhaseRequest:
     """One phase: ``writes[i]`` = wafer i's configuration writes ``[(addr, value)]`` (all the
-    same length), ``streams[q]`` the tagged weight words to broadcast on link q (uint64 arrays;
-    an empty list: no weights),
-    ``west_in[i][p]`` the wavelets the host sends into row p of wafer i at the west edge (all the
-    same length; empty: none), ``roots[q]`` the words root recorder q must receive (empty: none),
-    ``west`` / ``east`` the words every west / east edge recorder must receive; ``what`` names the
-    phase in messages."""
+    same length), ``streams[q]`` the tagged weight words to broadcast on link q (uint64, one
+    array per mesh column, empty ones for none), ``west_in[i][p]`` the wavelets the host sends
+    into row p of wafer i at the west edge (all the same length; empty: none), ``roots[q]`` the
+    words root recorder q must receive (one count per mesh column), ``west`` / ``east`` the words
+    every west / east edge recorder must receive; ``what`` names the phase in messages.
+    :meth:`of` builds one from compiled phases."""
     what: str
     writes: list
     streams: list = field(default_factory=list)
@@ -77,6 +77,23 @@ class PhaseRequest:
     roots: list = field(default_factory=list)
     west: int = 0
     east: int = 0
+
+    @classmethod
+    def of(cls, what, progs, streams=(), roots=(), **counts):
+        """The request of ``progs``, one :class:`compiler.wafer.WaferPhase` per wafer (the same
+        write count each); ``streams`` / ``roots`` per mesh column (none given: empty, zero)."""
+        counts_w = {len(ph.writes) for ph in progs}
+        assert len(counts_w) == 1, f"{what}: wafers got different write counts {counts_w}"
+        links = len(progs[0].plan["k_slices"])
+        rows = len(progs[0].west_in)
+        west_in = [[ph.west_in[p] for p in range(rows)] for ph in progs] if rows else []
+        return cls(what=what, writes=[ph.writes for ph in progs],
+                   streams=list(streams) or [np.zeros(0, np.uint64)] * links,
+                   west_in=west_in, roots=list(roots) or [0] * links, **counts)
+
+    @property
+    def has_weights(self):
+        return any(len(words) for words in self.streams)
 
     @property
     def west_in_count(self):
@@ -124,12 +141,8 @@ def training(run, cfg: Config, data, *, log=print):
     pe_lanes = cfg.mesh_rows * cfg.mesh_cols * L         # FMAC lanes of one wafer
     schedules = {}      # the timing model per configuration-word counts (the same every step)
 
-    def phase(progs, streams, **counts):
-        counts_w = {len(ph.writes) for ph in progs}
-        assert len(counts_w) == 1, f"{counts['what']}: wafers got different write counts {counts_w}"
-        west_in = [[ph.west_in[p] for p in range(P)] for ph in progs] if progs[0].west_in else []
-        result = yield PhaseRequest(writes=[ph.writes for ph in progs], streams=streams,
-                                    west_in=west_in, **counts)
+    def phase(progs, streams, *, what, **counts):
+        result = yield PhaseRequest.of(what, progs, streams, **counts)
         return result
 
     for step in range(run.steps):
