@@ -4,9 +4,11 @@ Addresses (word addresses of the configuration bus; writes act the next cycle, r
 registered): ``route_addr(color, port)`` (``0x000 + color * 8 + port``) the route mask (R/W, reset
 0 = no route; bit ``p`` = output ``Port(p)``) of wavelets of ``color`` arriving on input ``port``;
 ``ADDR_ERROR`` the :data:`ERROR_STATUS` word (R; any write clears it); ``ADDR_PARAMS`` the
-:data:`ROUTER_PARAMS` word (R); ``ADDR_VC_BUSY + port`` bit ``c`` = channel ``(port, c)`` holds a
-wavelet (R); ``ADDR_OUT_BLOCKED + port`` bit ``c`` = output ``port`` cannot take color ``c`` now:
-no credit, accept bit low, or output register full and not being read (R). Other addresses read
+:data:`ROUTER_PARAMS` word (R); ``ADDR_RAMP2`` bit ``c`` = wavelets of color ``c`` routed to RAMP
+leave on the RAMP's second channel (R/W, reset 0); ``ADDR_VC_BUSY + port`` bit ``c`` = channel
+``(port, c)`` holds a wavelet (R); ``ADDR_OUT_BLOCKED + output`` bit ``c`` = that output (a port,
+or ``RAMP2``) cannot take color ``c`` now: no credit, accept bit low, or output register full and
+not being read (R). Other addresses read
 0 and a write to them is a ``BAD_ADDR`` error. A router uses ``ROUTER_ADDR_SPAN`` addresses.
 """
 
@@ -17,13 +19,14 @@ from .ports import NUM_PORTS, Port
 from .wavelet import COLOR_BITS
 
 __all__ = ["ROUTE_ADDR", "route_addr", "route_mask", "ROUTE_MASK_BITS", "ADDR_ERROR",
-           "ADDR_PARAMS", "ADDR_VC_BUSY", "ADDR_OUT_BLOCKED", "ROUTER_ADDR_SPAN", "ErrorCode",
+           "ADDR_PARAMS", "ADDR_RAMP2", "ADDR_VC_BUSY", "ADDR_OUT_BLOCKED", "ROUTER_ADDR_SPAN", "ErrorCode",
            "ERROR_STATUS", "ROUTER_PARAMS"]
 
 ROUTE_ADDR = BitLayout("route address", ("port", 3), ("color", COLOR_BITS))
 ROUTE_MASK_BITS = NUM_PORTS         # bit p of a route mask = output Port(p); higher bits: BAD_ROUTE
 ADDR_ERROR = 0x100
 ADDR_PARAMS = 0x101
+ADDR_RAMP2 = 0x102
 ADDR_VC_BUSY = 0x108
 ADDR_OUT_BLOCKED = 0x110
 ROUTER_ADDR_SPAN = 0x200

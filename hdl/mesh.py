@@ -11,8 +11,8 @@ Ports (``C = cfg.num_colors``, ``P = cfg.mesh_rows``, ``Q = cfg.mesh_cols``)
 ``s_in``, ``s_out``, ``s_accept``: south edge, Q of each;
 ``w_in``, ``w_out``, ``w_accept``, ``e_in``, ``e_out``, ``e_accept``: west / east edges, P of each
     (index = row);
-``ramp_in``, ``ramp_out``, ``ramp_accept``: P x Q arrays (``ramp_in[r][q]``), only when no
-    ``core`` factory is given;
+``ramp_in``, ``ramp_out``, ``ramp_accept``: P x Q arrays (``ramp_in[r][q]``), and ``ramp2_out``,
+    ``ramp2_accept`` (the RAMP's second channel), only when no ``core`` factory is given;
 ``cfg: In(ConfigBus())``; ``error: Out(1)`` (OR of every router's sticky error flag).
 In Verilog: ``n_in__<q>__valid``, ``ramp_out__<r>__<q>__payload``, ``w_accept__<r>``, ...
 
@@ -20,7 +20,9 @@ Cores
 -----
 ``core`` is ``None`` or a factory ``core(row, col) -> Component`` with ``tx: Out(wavelet stream)``
 (into the router's RAMP input), ``rx: In(wavelet stream)`` (from the RAMP output), optionally
-``rx_accept: Out(C)`` (tied to all ones when absent) and optionally ``cfg: In(ConfigBus())``.
+``rx2: In(wavelet stream)`` (from the RAMP's second channel; without it that channel is never
+ready, so no color may be set in the router's RAMP2 register), optionally ``rx_accept: Out(C)``
+(tied to all ones when absent) and optionally ``cfg: In(ConfigBus())``.
 The built cores are ``mesh.cores[r][q]`` (``mesh.routers[r][q]`` likewise).
 
 Configuration address map
@@ -76,6 +78,8 @@ class Mesh(wiring.Component):
             members["ramp_in"] = In(wave).array(P, Q)
             members["ramp_out"] = Out(wave).array(P, Q)
             members["ramp_accept"] = In(C, init=(1 << C) - 1).array(P, Q)
+            members["ramp2_out"] = Out(wave).array(P, Q)
+            members["ramp2_accept"] = In(C, init=(1 << C) - 1).array(P, Q)
         super().__init__(members)
         self.routers = [[Router(cfg, links=self._links(r, q)) for q in range(Q)] for r in range(P)]
         self.cores = [[core(r, q) for q in range(Q)] for r in range(P)] if core else None
@@ -149,10 +153,14 @@ class Mesh(wiring.Component):
                         m.d.comb += router.ramp_accept.eq(core.rx_accept)
                     else:
                         m.d.comb += router.ramp_accept.eq((1 << C) - 1)
+                    if "rx2" in core.signature.members:
+                        wiring.connect(m, router.ramp2_out, core.rx2)
                 else:
                     wiring.connect(m, wiring.flipped(self.ramp_in[r][q]), router.ramp_in)
                     wiring.connect(m, router.ramp_out, wiring.flipped(self.ramp_out[r][q]))
                     m.d.comb += router.ramp_accept.eq(self.ramp_accept[r][q])
+                    wiring.connect(m, router.ramp2_out, wiring.flipped(self.ramp2_out[r][q]))
+                    m.d.comb += router.ramp2_accept.eq(self.ramp2_accept[r][q])
 
         # Configuration bus: tile select on the high address bits, registered read select.
         bits = self._tile_addr_bits

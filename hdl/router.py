@@ -22,6 +22,10 @@ Link port ``p`` (:class:`CreditLink`): ``p_in: In(CreditLink(C))``, ``p_out: Out
     ``valid``/``payload`` forward, ``credit[c]`` backward (one pulse = one slot of color ``c``
     freed in the receiver). The sender starts with ``vc_depth`` credits per color and only sends
     color ``c`` while it holds a credit for it, so the link never back-pressures as a whole.
+``ramp2_out: Out(stream.Signature(Wavelet))``, ``ramp2_accept: In(C)``: the RAMP's second
+    channel, a boundary output like ``ramp_out``. A wavelet routed to RAMP whose color bit is set in
+    the ``RAMP2`` register leaves here instead of on ``ramp_out`` (its own arbiter and output
+    register), so a core can take two wavelets per cycle: one per channel.
 ``cfg: In(ConfigBus())``, ``error: Out(1)`` (the sticky error flag).
 
 Timing
@@ -43,8 +47,8 @@ else the lowest candidate. A multicast head leaves on each output of its mask ex
 whatever cycles those outputs grant it, and is popped when the last copy has gone.
 
 Configuration address map: :mod:`arch.router_map` (route masks at ``route_addr(color, port)``,
-reset value 0 = no route; ``ADDR_ERROR``, ``ADDR_PARAMS``, ``ADDR_VC_BUSY + port``,
-``ADDR_OUT_BLOCKED + port``). Writes take effect the next cycle, reads are registered; other
+reset value 0 = no route; ``ADDR_ERROR``, ``ADDR_PARAMS``, ``ADDR_RAMP2`` (the colors of the
+RAMP's second channel, reset 0), ``ADDR_VC_BUSY + port``, ``ADDR_OUT_BLOCKED + output``). Writes take effect the next cycle, reads are registered; other
 addresses read 0 and a write to them is an error (``BAD_ADDR``).
 
 Errors (sticky; the first one is kept until cleared; ties in one cycle: lowest port, lowest
@@ -66,11 +70,12 @@ from amaranth import Cat, Const, Module, Mux, Shape, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from arch.ports import NUM_PORTS, PORT_NAMES, Port
+from arch.ports import NUM_PORTS, PORT_NAMES, RAMP2, Port, output_name
 from arch.router_map import (
     ADDR_ERROR,
     ADDR_OUT_BLOCKED,
     ADDR_PARAMS,
+    ADDR_RAMP2,
     ADDR_VC_BUSY,
     ERROR_STATUS,
     ROUTE_ADDR,
@@ -138,6 +143,8 @@ class Router(wiring.Component):
                 members[f"{name}_in"] = In(stream.Signature(Wavelet))
                 members[f"{name}_out"] = Out(stream.Signature(Wavelet))
                 members[f"{name}_accept"] = In(colors, init=(1 << colors) - 1)
+        members["ramp2_out"] = Out(stream.Signature(Wavelet))
+        members["ramp2_accept"] = In(colors, init=(1 << colors) - 1)
         super().__init__(members)
 
     @property
@@ -151,8 +158,9 @@ class Router(wiring.Component):
     def port_in(self, p):
         return getattr(self, f"{PORT_NAMES[p]}_in")
 
-    def port_out(self, p):
-        return getattr(self, f"{PORT_NAMES[p]}_out")
+    def port_out(self, o):
+        """The output stream of port ``o`` (a :class:`Port`, or :data:`~arch.ports.RAMP2`)."""
+        return getattr(self, f"{output_name(o)}_out")
 
     def elaborate(self, platform):
         # Written with wide vectors (one bit per virtual channel k = input * C + color) so the
@@ -161,18 +169,28 @@ class Router(wiring.Component):
         C, D = self._cfg.num_colors, self._cfg.vc_depth
         N = NUM_PORTS * C
         ports = list(Port)
+        outs = ports + [RAMP2]
         names = PORT_NAMES
+        onames = [output_name(o) for o in outs]
 
         def vec(name, width=N, **kw):
             return Signal(width, name=name, **kw)
 
-        # Route table, stored per output: bit k of route_v[o] = VC k is routed to output o.
+        # Route table, stored per route bit: bit k of route_v[o] = VC k is routed to port o.
         route_v = [vec(f"route_{names[o]}") for o in ports]
         sent_v = [vec(f"sent_{names[o]}") for o in ports]      # copy already sent
         routed = vec("routed")
         m.d.comb += routed.eq(_or_all(route_v))
         sent_any = vec("sent_any")
         m.d.comb += sent_any.eq(_or_all(sent_v))
+        # The RAMP's copy leaves on RAMP2 for the colors of the RAMP2 register: per output, the
+        # channels routed to it (out_route) and the route bit whose sent flag it sets (bit_of).
+        ramp2_colors = Signal(C, name="ramp2_colors")
+        to_ramp2 = vec("to_ramp2")
+        m.d.comb += to_ramp2.eq(Cat(ramp2_colors for _ in ports))
+        out_route = [route_v[o] for o in ports[:Port.RAMP]] + [route_v[Port.RAMP] & ~to_ramp2,
+                                                              route_v[Port.RAMP] & to_ramp2]
+        bit_of = ports + [Port.RAMP]
 
         # ---- virtual channels: per input port, C channel FIFOs (ChannelBuffers) ------------
         bufs = [ChannelBuffers(C, D) for _ in ports]
@@ -191,30 +209,30 @@ class Router(wiring.Component):
         # ---- output eligibility per color ---------------------------------------------------
         credit = {}
         elig = []
-        for o in ports:
+        for o in outs:
             out = self.port_out(o)
-            e = vec(f"elig_{names[o]}", C)
+            e = vec(f"elig_{onames[o]}", C)
             if o in self._links:
                 credit_reg = Signal(C * cw, name=f"credit_{names[o]}",
                                     init=sum(D << (c * cw) for c in range(C)))
                 credit[o] = [credit_reg[c * cw:(c + 1) * cw] for c in range(C)]
                 m.d.comb += e.eq(Cat(credit[o][c] != 0 for c in range(C)))
             else:
-                accept = getattr(self, f"{names[o]}_accept")
+                accept = getattr(self, f"{onames[o]}_accept")
                 m.d.comb += e.eq(Mux(~out.valid | out.ready, accept, 0))
             elig.append(e)
 
         # ---- requests, round-robin grants (one RoundRobinArbiter per output) -----------------
         want = []
         grants = []
-        for o in ports:
-            w = vec(f"want_{names[o]}")
-            m.d.comb += w.eq(route_v[o] & ~sent_v[o] & nonempty)
+        for o in outs:
+            w = vec(f"want_{onames[o]}")
+            m.d.comb += w.eq(out_route[o] & ~sent_v[bit_of[o]] & nonempty)
             want.append(w)
             arb = RoundRobinArbiter(N)
-            m.submodules[f"arb_{names[o]}"] = arb
+            m.submodules[f"arb_{onames[o]}"] = arb
             m.d.comb += arb.req.eq(w & Cat(elig[o] for _ in ports))
-            grant = vec(f"grant_{names[o]}")
+            grant = vec(f"grant_{onames[o]}")
             m.d.comb += grant.eq(arb.grant)
             grants.append(grant)
 
@@ -223,22 +241,23 @@ class Router(wiring.Component):
         pop = vec("pop")
         m.d.comb += [
             any_want.eq(_or_all(want)),
-            rest.eq(_or_all([want[o] & ~grants[o] for o in ports])),
+            rest.eq(_or_all([want[o] & ~grants[o] for o in outs])),
             pop.eq(any_want & ~rest),
         ]
+        bit_grants = grants[:Port.RAMP] + [grants[Port.RAMP] | grants[RAMP2]]
         for o in ports:
-            m.d.sync += sent_v[o].eq((sent_v[o] | grants[o]) & ~pop)
+            m.d.sync += sent_v[o].eq((sent_v[o] | bit_grants[o]) & ~pop)
 
         # ---- crossbar: one-hot grant AND-OR over the channel heads ---------------------------
-        for o in ports:
+        for o in outs:
             grant = grants[o]
-            word = Signal(DATA_CTRL, name=f"xbar_{names[o]}_word")
-            color = Signal(COLOR_BITS, name=f"xbar_{names[o]}_color")
+            word = Signal(DATA_CTRL, name=f"xbar_{onames[o]}_word")
+            color = Signal(COLOR_BITS, name=f"xbar_{onames[o]}_color")
             m.d.comb += [
                 word.eq(and_or(grant, heads, DATA_CTRL)),
                 color.eq(onehot_index(grant, [k % C for k in range(N)], COLOR_BITS)),
             ]
-            payload = Signal(Wavelet, name=f"xbar_{names[o]}_payload")
+            payload = Signal(Wavelet, name=f"xbar_{onames[o]}_payload")
             m.d.comb += [payload.data.eq(word[:DATA_BITS]), payload.ctrl.eq(word[DATA_BITS]),
                          payload.color.eq(color)]
             out = self.port_out(o)
@@ -299,7 +318,10 @@ class Router(wiring.Component):
         err_events.append((bus.we & is_route & busy, ErrorCode.BUSY_REWRITE, a_color, a_port))
         err_events.append((bus.we & is_route & ~busy & (bus.wdata[ROUTE_MASK_BITS:] != 0),
                            ErrorCode.BAD_ROUTE, a_color, a_port))
-        err_events.append((bus.we & ~is_route & ~is_error, ErrorCode.BAD_ADDR, 0, 0))
+        is_ramp2 = bus.addr == ADDR_RAMP2
+        with m.If(bus.we & is_ramp2):
+            m.d.sync += ramp2_colors.eq(bus.wdata[:C])
+        err_events.append((bus.we & ~is_route & ~is_error & ~is_ramp2, ErrorCode.BAD_ADDR, 0, 0))
 
         err_flag = Signal()
         err_code = Signal(ERROR_STATUS.field_width("code"))
@@ -324,20 +346,25 @@ class Router(wiring.Component):
                                                  color=err_color))
         with m.Elif(bus.addr == ADDR_PARAMS):
             m.d.sync += bus.rdata.eq(ROUTER_PARAMS.pack(num_colors=C, vc_depth=D))
+        with m.Elif(is_ramp2):
+            m.d.sync += bus.rdata.eq(ramp2_colors)
         with m.Else():
             m.d.sync += bus.rdata.eq(0)
             for p in ports:
                 with m.If(bus.addr == ADDR_VC_BUSY + p):
                     m.d.sync += bus.rdata.eq(nonempty[p * C:(p + 1) * C])
-                with m.If(bus.addr == ADDR_OUT_BLOCKED + p):
-                    m.d.sync += bus.rdata.eq(~elig[p])
+            for o in outs:
+                with m.If(bus.addr == ADDR_OUT_BLOCKED + o):
+                    m.d.sync += bus.rdata.eq(~elig[o])
         if active(platform):
             self._formal(m, platform, route_v=route_v, sent_v=sent_v, nonempty=nonempty, count=count,
-                         want=want, elig=elig, grants=grants, pop=pop, credit=credit)
+                         want=want, elig=elig, grants=grants, pop=pop, credit=credit,
+                         out_route=out_route, bit_grants=bit_grants)
         return m
 
     # ---- formal properties (docs/verification.md#formal) ------------------------------------
-    def _formal(self, m, platform, *, route_v, sent_v, nonempty, count, want, elig, grants, pop, credit):
+    def _formal(self, m, platform, *, route_v, sent_v, nonempty, count, want, elig, grants, pop, credit,
+                out_route, bit_grants):
         """Stream rules at boundary ports; credits within ``0..vc_depth`` on both sides of a link;
         channels within their depth; an output grants only a requesting channel, at most one;
         a multicast head leaves once per routed output and is popped exactly once, after its
@@ -370,17 +397,21 @@ class Router(wiring.Component):
             for c in range(C):
                 f.check(f"{n}_vc{c}_within_depth", count[p][c] <= D)
             f.cover(f"{n}_vc_full", Cat(count[p][c] == D for c in range(C)).any())
+        f.output_stream(self.ramp2_out, "ramp2_out")
         N = len(ports) * C
-        for o in ports:
-            n, g = names[o], grants[o]
+        for o in ports + [RAMP2]:
+            n, g = output_name(o), grants[o]
             req = want[o] & Cat(elig[o] for _ in ports)
             f.check(f"{n}_grant_requested", (g & ~req) == 0)
             f.check(f"{n}_grant_one_hot", (g & (g - 1)[:N]) == 0)
-            f.check(f"{n}_copy_sent_once", (g & sent_v[o]) == 0)
+            f.check(f"{n}_grant_routed_here", (g & ~out_route[o]) == 0)
+        for o in ports:
+            n = names[o]
+            f.check(f"{n}_copy_sent_once", (bit_grants[o] & sent_v[o]) == 0)
             f.check(f"{n}_sent_only_routed_heads", (sent_v[o] & ~(route_v[o] & nonempty)) == 0)
         done = Const(-1, N)
         for o in ports:
-            done = done & (~route_v[o] | sent_v[o] | grants[o])
+            done = done & (~route_v[o] | sent_v[o] | bit_grants[o])
         f.check("pop_only_nonempty", (pop & ~nonempty) == 0)
         f.check("pop_after_last_copy", (pop & ~done) == 0)
         f.check("pop_every_finished_head", (nonempty & done & (route_v[0] | route_v[1] | route_v[2] |
@@ -389,7 +420,8 @@ class Router(wiring.Component):
         for o in ports:
             for q in ports:
                 if q != o:
-                    multi = multi | (pop & sent_v[o] & grants[q])
+                    multi = multi | (pop & sent_v[o] & bit_grants[q])
+        f.cover("ramp2_used", grants[RAMP2] != 0)
         f.cover("multicast_copies_in_different_cycles", multi != 0)
 
 

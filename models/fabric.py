@@ -17,12 +17,17 @@ written from the contract in hdl/router.py (not from the RTL):
   returns at the end of the cycle it happens in; a boundary output register loaded in ``t`` is
   offered from ``t + 1``.
 
-Ports are named ``(row, col, Port)``; a standalone router is the 1 x 1 mesh.
+* a wavelet routed to RAMP whose color is set in the router's RAMP2 mask leaves on the RAMP's
+  second channel instead, a boundary output of its own (``(r, q, RAMP2)``, its own round-robin
+  pointer and register); it counts as the RAMP copy of the route.
+
+Ports are named ``(row, col, Port)`` (``(row, col, RAMP2)`` for the RAMP's second channel, an
+output only); a standalone router is the 1 x 1 mesh.
 """
 
 from collections import deque
 
-from arch.ports import NUM_PORTS, OPPOSITE, STEP, Port
+from arch.ports import NUM_OUTPUTS, NUM_PORTS, OPPOSITE, RAMP2, STEP, Port
 from arch.router_map import ROUTE_MASK_BITS, ErrorCode
 from arch.wavelet import MAX_COLORS
 
@@ -66,10 +71,15 @@ def boundary_ports(rows, cols):
     return out
 
 
-def walk(routes, rows, cols, r, q, port, color, limit=10000):
+def _out_key(o):
+    return RAMP2 if o == RAMP2 else Port(o)
+
+
+def walk(routes, rows, cols, r, q, port, color, limit=10000, ramp2=None):
     """Boundary outputs ``[(r, q, Port), ...]`` (with hop counts: ``{dest: links}``) a wavelet of
     ``color`` entering router ``(r, q)`` on input ``port`` reaches, following the route tables
-    ``routes[(r, q)][color][port]``. Raises ``ValueError`` on a routing loop."""
+    ``routes[(r, q)][color][port]`` (and the RAMP2 masks ``ramp2[(r, q)]``: a RAMP destination of
+    a color set there is ``(r, q, RAMP2)``). Raises ``ValueError`` on a routing loop."""
     dests = {}
     stack = [(r, q, Port(port), 0)]
     steps = 0
@@ -83,8 +93,10 @@ def walk(routes, rows, cols, r, q, port, color, limit=10000):
             if mask >> o & 1:
                 nb = neighbour(rows, cols, r, q, o)
                 if nb is None:
+                    if o == Port.RAMP and ramp2 and ramp2.get((r, q), 0) >> color & 1:
+                        o = RAMP2
                     if (r, q, o) in dests:
-                        raise ValueError(f"two copies of color {color} reach {(r, q, o.name)}")
+                        raise ValueError(f"two copies of color {color} reach {(r, q, o)}")
                     dests[(r, q, o)] = h
                 else:
                     stack.append((*nb, h + 1))
@@ -129,9 +141,9 @@ class _Router:
         self.links = links                          # {out port: (r2, q2, in port)}
         self.vc = {}                                # (i, c) -> deque of (data, ctrl)
         self.sent = {}                              # (i, c) -> mask of copies sent
-        self.rr = [-1] * NUM_PORTS
+        self.rr = [-1] * NUM_OUTPUTS
         self.credit = {o: [depth] * colors for o in links}
-        self.outreg = [None] * NUM_PORTS            # boundary outputs: (data, color, ctrl)
+        self.outreg = [None] * NUM_OUTPUTS          # boundary outputs: (data, color, ctrl)
 
 
 class FabricModel:
@@ -140,9 +152,11 @@ class FabricModel:
     ``routes`` is ``{(r, q): [[mask] * NUM_PORTS per color]}``, as :func:`xy_routes` builds; it can be
     changed between runs (the fabric keeps its state across :meth:`run` calls, like hardware
     across phases) through :meth:`write_route`, which applies the same checks as the hardware.
+    ``ramp2``: ``{(r, q): mask}`` the RAMP2 register of each router (missing: 0), also written by
+    :meth:`write_ramp2`.
     """
 
-    def __init__(self, rows, cols, num_colors, vc_depth, routes=None):
+    def __init__(self, rows, cols, num_colors, vc_depth, routes=None, ramp2=None):
         if not (1 <= num_colors <= MAX_COLORS):
             raise ValueError(f"num_colors must be in 1..{MAX_COLORS}, got {num_colors}")
         if vc_depth < 1:
@@ -160,6 +174,9 @@ class FabricModel:
                         links[p] = nb
                 self.routers[(r, q)] = _Router(r, q, links, num_colors, vc_depth)
         self.errors = {rq: None for rq in self.routers}    # (code, color, port) sticky
+        self.ramp2 = {rq: 0 for rq in self.routers}
+        for rq, mask in (ramp2 or {}).items():
+            self.write_ramp2(*rq, mask)
         self.cycle = 0
 
     # ---- configuration (same rules as the hardware's config bus) ----------------------------
@@ -181,6 +198,10 @@ class FabricModel:
         if code and self.errors[(r, q)] is None:
             self.errors[(r, q)] = (code, color, port)
         return code
+
+    def write_ramp2(self, r, q, mask):
+        """Write the RAMP2 register of router ``(r, q)`` (acts from the next cycle, any time)."""
+        self.ramp2[(r, q)] = mask & ((1 << self.colors) - 1)
 
     def clear_error(self, r, q):
         self.errors[(r, q)] = None
@@ -249,10 +270,10 @@ class FabricModel:
                     continue
                 # Boundary outputs: transfers in t, and which can be (re)loaded.
                 free = {}
-                for o in range(NUM_PORTS):
+                for o in range(NUM_OUTPUTS):
                     if o in rt.links:
                         continue
-                    port = (r, q, Port(o))
+                    port = (r, q, _out_key(o))
                     rd = ready.get(port)
                     is_ready = True if rd is None else bool(rd(t))
                     if rt.outreg[o] is not None and is_ready:
@@ -272,9 +293,10 @@ class FabricModel:
                             if d is None or len(d) < D:
                                 in_take.append((p, (data, color, ctrl)))
                 # Requests.
-                reqs = [[] for _ in range(NUM_PORTS)]
+                reqs = [[] for _ in range(NUM_OUTPUTS)]
                 wants = {}
                 tab = routes[key]
+                split = self.ramp2[key]
                 for (i, c), d in rt.vc.items():
                     if not d:
                         continue
@@ -286,6 +308,8 @@ class FabricModel:
                     k = i * C + c
                     for o in range(NUM_PORTS):
                         if want >> o & 1:
+                            if o == Port.RAMP and split >> c & 1:
+                                o = RAMP2
                             if o in rt.links:
                                 ok = rt.credit[o][c] > 0
                             else:
@@ -294,7 +318,7 @@ class FabricModel:
                             if ok:
                                 reqs[o].append(k)
                 granted = {}
-                for o in range(NUM_PORTS):
+                for o in range(NUM_OUTPUTS):
                     req = reqs[o]
                     if req:
                         last = rt.rr[o]
@@ -302,7 +326,7 @@ class FabricModel:
                         k = min(above) if above else min(req)
                         rt.rr[o] = k
                         i, c = divmod(k, C)
-                        granted[(i, c)] = granted.get((i, c), 0) | (1 << o)
+                        granted[(i, c)] = granted.get((i, c), 0) | (1 << (Port.RAMP if o == RAMP2 else o))
                         data, ctrl = rt.vc[(i, c)][0]
                         if o in rt.links:
                             rt.credit[o][c] -= 1

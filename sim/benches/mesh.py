@@ -25,8 +25,8 @@ from pathlib import Path
 
 from arch.config_bus import ADDR_BITS, WORD_BITS
 from arch.layout import BitLayout
-from arch.ports import NUM_PORTS, PORT_NAMES, Port
-from arch.router_map import ADDR_ERROR, ADDR_OUT_BLOCKED, ADDR_VC_BUSY, route_addr
+from arch.ports import NUM_OUTPUTS, NUM_PORTS, RAMP2, Port, output_name
+from arch.router_map import ADDR_ERROR, ADDR_OUT_BLOCKED, ADDR_RAMP2, ADDR_VC_BUSY, route_addr
 from arch.tile_map import DEFAULT_TILE_ADDR_BITS, tile_address
 from arch.wavelet import WAVELET_BITS, pack_wavelet, unpack_wavelet
 from models.fabric import boundary_ports, walk
@@ -49,7 +49,8 @@ def _bits(layout, name=None):
 
 
 class FabricPorts:
-    """Boundary ports of a top and their Verilog names.
+    """Boundary ports of a top and their Verilog names: ``inputs`` (the boundary ports, each an
+    input and an output) and ``ports`` (those and every router's ``RAMP2``, an output only).
 
     ``mesh=True``: a :class:`~hdl.mesh.Mesh` (arrays ``n_in__<q>``, ``ramp_in__<r>__<q>``);
     otherwise a standalone :class:`~hdl.router.Router` (``n_in``, ``ramp_in``).
@@ -59,15 +60,18 @@ class FabricPorts:
         self.rows, self.cols, self.colors = rows, cols, colors
         self.mesh = mesh
         self.tile_addr_bits = tile_addr_bits
-        self.ports = boundary_ports(rows, cols)
+        self.inputs = boundary_ports(rows, cols)
+        # In the model's order (router by router, outputs in index order), as the log lists them.
+        self.ports = sorted(self.inputs + [(r, q, RAMP2) for r in range(rows) for q in range(cols)],
+                            key=lambda p: (p[0], p[1], int(p[2])))
         self.index = {p: i for i, p in enumerate(self.ports)}
 
     def name(self, port, direction):
         r, q, p = port
-        base = PORT_NAMES[p]
+        base = output_name(p)
         if not self.mesh:
             return f"{base}_{direction}"
-        if p == Port.RAMP:
+        if p in (Port.RAMP, RAMP2):
             return f"{base}_{direction}__{r}__{q}"
         return f"{base}_{direction}__{q if p in (Port.N, Port.S) else r}"
 
@@ -187,10 +191,12 @@ def harness_text(top, ports):
     dumps = []                     # (address, log format, argument) of the deadlock dump's reads
     for r in range(ports.rows):
         for q in range(ports.cols):
-            for p in Port:
-                for base, label in ((ADDR_VC_BUSY, "vc_busy"), (ADDR_OUT_BLOCKED, "out_blocked")):
-                    dumps.append((ports.addr(r, q, base + p),
-                                  f"D router {r} {q} {label} port {PORT_NAMES[p]} colors %b", f"cfg_rdata[{C - 1}:0]"))
+            for o in range(NUM_OUTPUTS):
+                labels = ((ADDR_VC_BUSY, "vc_busy"), (ADDR_OUT_BLOCKED, "out_blocked")) if o < NUM_PORTS \
+                    else ((ADDR_OUT_BLOCKED, "out_blocked"),)
+                for base, label in labels:
+                    dumps.append((ports.addr(r, q, base + o),
+                                  f"D router {r} {q} {label} port {output_name(o)} colors %b", f"cfg_rdata[{C - 1}:0]"))
             dumps.append((ports.addr(r, q, ADDR_ERROR), f"D router {r} {q} error_status %h", "cfg_rdata"))
     L = [
         "`timescale 1ns/1ps",
@@ -218,11 +224,14 @@ def harness_text(top, ports):
     ]
     for i, p in enumerate(P):
         a, b = ports.name(p, "in"), ports.name(p, "out")
-        L.append(f"    , .{a}__valid(in_valid[{i}]), .{a}__ready(in_ready[{i}]), "
-                 f".{a}__payload(in_payload[{i}])")
+        if p[2] != RAMP2:
+            L.append(f"    , .{a}__valid(in_valid[{i}]), .{a}__ready(in_ready[{i}]), "
+                     f".{a}__payload(in_payload[{i}])")
         L.append(f"    , .{b}__valid(out_valid[{i}]), .{b}__ready(out_ready[{i}]), "
                  f".{b}__payload(out_payload[{i}]), .{ports.accept_name(p)}(accept[{i}])")
     L.append("  );")
+    L += [f"  assign in_ready[{i}] = 0;   // {ports.name(p, 'out')}: an output only"
+          for i, p in enumerate(P) if p[2] == RAMP2]
     L += [
         "  // Drives for cycle cyc of the phase: new wavelets where an input is free and not gapped.",
         "  task offer; begin",
@@ -435,15 +444,16 @@ def parse_log(path, ports):
     return log
 
 
-def scoreboard(routes, rows, cols, inputs, delivered):
+def scoreboard(routes, rows, cols, inputs, delivered, ramp2=None):
     """Independent check of one phase (no timing): every wavelet of ``inputs`` (``{port:
-    [(data, color, ctrl)]}``) reaches exactly the boundary outputs the route tables lead to, once
-    each, in order per (source, color) at every output, and nothing else arrives. Returns the
-    number of copies checked; raises ``AssertionError`` with the first problem."""
+    [(data, color, ctrl)]}``) reaches exactly the boundary outputs the route tables (and the
+    RAMP2 registers ``ramp2``) lead to, once each, in order per (source, color) at every output,
+    and nothing else arrives. Returns the number of copies checked; raises ``AssertionError``
+    with the first problem."""
     expected = defaultdict(list)   # (out port, src, color) -> [word]
     for src, words in inputs.items():
         for w in words:
-            for dst in walk(routes, rows, cols, *src, w[1]):
+            for dst in walk(routes, rows, cols, *src, w[1], ramp2=ramp2):
                 expected[(dst, src, w[1])].append(w)
     # Sources are identified by the data field (the benches put a source id in the top bits).
     got = defaultdict(list)
@@ -527,7 +537,8 @@ class Scenario:
         self.traffic = Traffic(self.ports, cycles)
         self.routes = {(r, q): [[0] * NUM_PORTS for _ in range(cfg.num_colors)]
                        for r in range(rows) for q in range(cols)}
-        self.steps = []        # ("routes", {...}) / ("phase", phase, inputs, copies, stuck_ok)
+        self.ramp2 = {key: 0 for key in self.routes}
+        self.steps = []        # ("routes", [...]) / ("ramp2", {...}) / ("phase", phase, inputs, copies, stuck_ok)
 
     def set_routes(self, routes):
         """Write the entries that differ from the current tables (fabric idle)."""
@@ -541,11 +552,19 @@ class Scenario:
                         self.program.write(self.ports.addr(*key, route_addr(c, p)), mask)
         self.steps.append(("routes", changes))
 
+    def set_ramp2(self, masks):
+        """Write the RAMP2 register (colors of the RAMP's second channel) of routers ``{(r, q):
+        mask}`` (fabric idle)."""
+        for key, mask in masks.items():
+            self.ramp2[key] = mask
+            self.program.write(self.ports.addr(*key, ADDR_RAMP2), mask)
+        self.steps.append(("ramp2", dict(masks)))
+
     def phase(self, inputs, *, copies=None, stuck_ok=False):
         """Add a traffic phase; ``copies`` (default: every copy the tables lead to) is the
         number of output transfers that ends it."""
         if copies is None:
-            copies = sum(len(walk(self.routes, self.rows, self.cols, *src, w[1]))
+            copies = sum(len(walk(self.routes, self.rows, self.cols, *src, w[1], ramp2=self.ramp2))
                          for src, ws in inputs.items() for w in ws)
         ph = self.program.phase(copies)
         for src, ws in inputs.items():
@@ -573,9 +592,14 @@ class Scenario:
                 for (r, q), c, p, mask in step[1]:
                     assert model.write_route(r, q, c, p, mask) == 0, "model refused a route"
                 continue
+            if step[0] == "ramp2":
+                for (r, q), mask in step[1].items():
+                    model.write_ramp2(r, q, mask)
+                continue
             _, ph, inputs, copies, stuck_ok = step
             if not stuck_ok:
-                scoreboard(model.routes, self.rows, self.cols, inputs, log.delivered[ph])
+                scoreboard(model.routes, self.rows, self.cols, inputs, log.delivered[ph],
+                           ramp2=model.ramp2)
             if not check_model:
                 continue
             model.cycle = 0

@@ -54,7 +54,7 @@ def coverage_scenario(rng, *, colors=4, vc_depth=2, words=96, cycles=6000):
         routes = {(0, 0): [[_mask(i, c, j) for i in range(NUM_PORTS)] for c in range(colors)]}
         sc.set_routes(routes)
         inputs = {}
-        for i, src in enumerate(sc.ports.ports):
+        for i, src in enumerate(sc.ports.inputs):
             inputs[src] = [((i << 24) | (j << 16) | k, rng.randrange(colors), rng.getrandbits(1))
                            for k in range(words)]
         ph = sc.phase(inputs)

@@ -23,7 +23,7 @@ def _routes(flows, colors=CFG.num_colors, rows=4, cols=4):
 def test_random_traffic_two_phases(tmp_path):
     """>= 100,000 wavelets of random multi-color traffic (unicast and multicast routes, random
     injection rates, random back-pressure on every edge and RAMP output) in two phases with the
-    routes rewritten in between; nothing lost or duplicated, order per (source, color), every
+    routes rewritten in between (and colors moved to the RAMPs' second channels); nothing lost or duplicated, order per (source, color), every
     multicast copy delivered, every accept and departure cycle equal to the model's."""
     rng = random.Random(2024)
     sc = Scenario(TOP, CFG, 4, 4, 40000)
@@ -31,6 +31,8 @@ def test_random_traffic_two_phases(tmp_path):
     for phase in range(2):
         flows, routes = random_flows(rng, 4, 4, CFG.num_colors, max_sources=8, max_dests=3)
         sc.set_routes(routes)
+        if phase == 1:      # and in the second phase, random colors on every RAMP's second channel
+            sc.set_ramp2({key: rng.getrandbits(CFG.num_colors) for key in sc.routes})
         n_src = len({src for _, src, _ in flows})
         per_source = -(-52000 // n_src)
         scratch = Traffic(sc.ports, 0)

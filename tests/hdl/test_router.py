@@ -5,7 +5,8 @@ import random
 
 import pytest
 
-from arch.ports import Port
+from arch.ports import RAMP2, Port
+from arch.router_map import ADDR_RAMP2
 from hdl.config import Config
 from hdl.router import Router
 from hdl.tops import build_top
@@ -41,22 +42,26 @@ def test_router_links_signature():
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_router_random_traffic(seed, tmp_path):
-    """Random unicast/multicast routes on all five ports, random gaps and back-pressure."""
+    """Random unicast/multicast routes on all five ports, random colors on the RAMP's second
+    channel, random gaps and back-pressure."""
     cfg = Config(num_colors=6, vc_depth=2)
     ports = FabricPorts(1, 1, cfg.num_colors, mesh=False)
     rng = random.Random(seed)
     flows, routes = random_flows(rng, 1, 1, cfg.num_colors, max_sources=3, max_dests=5)
+    ramp2 = {(0, 0): rng.getrandbits(cfg.num_colors)}
     traffic = Traffic(ports, 20000)
     sent = random_traffic(rng, ports, flows, 0, 800, traffic)
     random_timing(rng, ports, traffic)
     prog = Program(ports)
     prog.write_routes(routes)
-    copies = sum(len(walk(routes, 1, 1, *s, w[1])) for s, ws in sent.items() for w in ws)
+    prog.write(ADDR_RAMP2, ramp2[(0, 0)])
+    copies = sum(len(walk(routes, 1, 1, *s, w[1], ramp2=ramp2)) for s, ws in sent.items() for w in ws)
     prog.phase(copies)
     log = run_harness(fabric_verilog("router", cfg), "router", ports, prog, traffic, tmp_path)
     assert not log.deadlocked, "\n".join(log.dump)
-    assert scoreboard(routes, 1, 1, sent, log.delivered[0]) == copies
-    model = FabricModel(1, 1, cfg.num_colors, cfg.vc_depth, routes)
+    assert scoreboard(routes, 1, 1, sent, log.delivered[0], ramp2=ramp2) == copies
+    assert any(p[2] == RAMP2 for _, p, _ in log.delivered[0]), "nothing left on the RAMP's second channel"
+    model = FabricModel(1, 1, cfg.num_colors, cfg.vc_depth, routes, ramp2=ramp2)
     acc, dl = model.run(traffic.phase_inputs(0), gaps=traffic.gaps_fn(), ready=traffic.ready_fn())
     assert dict(log.accepted[0]) == acc, "input accept cycles differ from the model"
     assert log.delivered[0] == dl, "output transfers differ from the model (cycle-exact)"
