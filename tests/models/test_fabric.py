@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from arch.ports import Port
+from arch.ports import RAMP2, Port
 from arch.router_map import ErrorCode
 from models.fabric import (
     Deadlock,
@@ -132,3 +132,26 @@ def test_walk_detects_loops():
     routes[(0, 0)][0][Port.E] = 1 << Port.E
     with pytest.raises(ValueError, match="loop"):
         walk(routes, 1, 2, 0, 0, Port.RAMP, 0)
+
+
+def test_second_ramp_channel_takes_its_colors_in_parallel():
+    """Colors set in a router's RAMP2 register leave on (r, q, RAMP2), the others on RAMP; both
+    channels deliver one wavelet per cycle at once, so two sources into one RAMP move two words
+    per cycle; a multicast's RAMP copy leaves once, on the channel of its color."""
+    west, north = (0, 0, Port.W), (0, 0, Port.N)
+    flows = [(0, west, [(0, 0, Port.RAMP)]), (1, north, [(0, 0, Port.RAMP), (0, 0, Port.E)])]
+    routes = xy_routes(1, 1, 2, flows)
+    one = FabricModel(1, 1, 2, 2, routes)
+    two = FabricModel(1, 1, 2, 2, routes, ramp2={(0, 0): 0b10})
+    n = 40
+    inputs = {west: [(i, 0, 0) for i in range(n)], north: [(i, 1, 0) for i in range(n)]}
+    _, dl1 = one.run(inputs)
+    _, dl2 = two.run(inputs)
+    assert {p for _, p, w in dl2 if w[1] == 1} == {(0, 0, RAMP2), (0, 0, Port.E)}
+    assert {p for _, p, w in dl2 if w[1] == 0} == {(0, 0, Port.RAMP)}
+    ramp = [t for t, p, _ in dl1 if p == (0, 0, Port.RAMP)]
+    both = [t for t, p, _ in dl2 if p in ((0, 0, Port.RAMP), (0, 0, RAMP2))]
+    assert len(ramp) == len(both) == 2 * n
+    assert max(ramp) - min(ramp) + 1 == 2 * n          # one RAMP: one word per cycle
+    assert max(both) - min(both) + 1 == n              # two channels: two per cycle
+    assert walk(routes, 1, 1, *north, 1, ramp2=two.ramp2) == {(0, 0, RAMP2): 0, (0, 0, Port.E): 0}
