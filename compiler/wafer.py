@@ -40,7 +40,7 @@ from arch.pe_map import (
     status_base,
 )
 from arch.ports import Port
-from arch.router_map import route_addr, route_mask
+from arch.router_map import ADDR_RAMP2, route_addr, route_mask
 from arch.tile_map import CORE_BASE, mesh_tile_addr_bits, tile_address
 from arch.wafer_map import ADAPTER, ADAPTER_COUNT_BITS, adapter_base
 from arch.wavelet import pack_tagged, pack_wavelet, unpack_tagged, unpack_wavelet
@@ -100,11 +100,15 @@ def _check_fit(cfg, *, m, k, batch):
 
 
 def _route_writes(cfg, plan, bits):
+    """Each tile's routes, then its RAMP2 register (written even when 0: a PE may hold the
+    previous phase's)."""
     out = []
     for (p, q), routes in sorted(plan["routes"].items()):
         for color, inp, outs in routes:
             out.append((tile_address(cfg.mesh_cols, p, q, route_addr(color, Port[inp]), bits),
                         route_mask(outs)))
+    for (p, q), mask in sorted(plan["ramp2"].items()):
+        out.append((tile_address(cfg.mesh_cols, p, q, ADDR_RAMP2, bits), mask))
     return out
 
 
@@ -210,6 +214,7 @@ def _assemble(cfg, name, plan, loads, adapters, out_edge, link_words, sram_neede
         raise WaferCompileError(f"the {name} phase needs {sram_needed} SRAM words per PE, "
                                 f"the PE has sram_words={cfg.sram_words}")
     bits = mesh_tile_addr_bits(cfg.sram_words, cfg.num_tasks)
+    plan["ramp2"] = {pq: pe.ramp2_colors(info["descs"]) for pq, info in plan["pes"].items()}
     writes = _route_writes(cfg, plan, bits) + _sram_writes(cfg, loads, bits)
     writes += _desc_writes(cfg, plan, bits)
     base = adapter_base()

@@ -1,20 +1,25 @@
 """The PE core (docs/pe.md): a descriptor-driven dataflow core with banked SRAM and FMAC lanes.
 
 No instruction fetch: a table of ``num_tasks`` task descriptors (format: :mod:`arch.pe_map`)
-bound to colors. Two engines run concurrently:
+bound to colors. Three engines run concurrently:
 
 * the **wavelet engine** takes one wavelet per cycle from ``rx`` (``rx.ready`` is always high: it
   never waits for data or for ``tx``) and runs one step of the active ``FMAC`` or ``STORE``
   descriptor whose ``color`` matches;
+* the **store engine** takes one wavelet per cycle from ``rx2`` (the router's RAMP2 channel) and
+  runs one step of the active ``STORE`` descriptor whose ``color`` matches; ``rx2.ready`` is low
+  only in a cycle its word waits for a bank the wavelet engine writes;
 * the **vector unit** runs ``VEC`` descriptors whose dependencies are met, one vector at a time,
   and is the only sender on ``tx``.
 
-Ports: ``rx: In(stream.Signature(Wavelet))`` (from the router's RAMP output), ``tx:
+Ports: ``rx: In(stream.Signature(Wavelet))`` (from the router's RAMP output), ``rx2:
+In(stream.Signature(Wavelet))`` (from the router's RAMP2 output), ``tx:
 Out(stream.Signature(Wavelet))`` (to the router's RAMP input; registered: valid and payload are
 flops), ``cfg: In(ConfigBus())``, ``fault: Out(1)`` (the sticky fault flag).
 
 Parts: :class:`~hdl.pe_descriptor_table.DescriptorTable` (descriptors, commit checks, run state,
 running addresses), :class:`~hdl.pe_wavelet_engine.WaveletEngine`,
+:class:`~hdl.pe_store_engine.StoreEngine`,
 :class:`~hdl.pe_vector_unit.VectorUnit`, :class:`~hdl.pe_sram.PeSram`; this module decodes the
 configuration bus, keeps the sticky fault and the status counters.
 
@@ -23,7 +28,8 @@ word is its exact fp32 value); the multipliers and the ReLU mask read only those
 *vector* is ``L = lanes`` consecutive words at any word address. SRAM is ``sram_banks``
 interleaved banks (word ``a`` in bank ``a mod banks``), so with ``lanes <= sram_banks`` any vector
 is one access per bank. It is held twice, each bank a 1R1W memory: the lanes' copy (also read by
-configuration reads) and the vector unit's; every write goes to both, the wavelet engine's first.
+configuration reads) and the vector unit's; every write goes to both: the wavelet engine's first,
+then the store engine's, then a configuration write or the vector unit's store.
 
 Operations (L = lanes; ``n`` = unit index, from 0, of a run of ``reps`` units)
 ----------------------------------------------------------------------------
@@ -101,6 +107,7 @@ from .config_bus import ConfigBus
 from .layouts import cat_fields
 from .pe_descriptor_table import Descriptor, DescriptorTable
 from .pe_sram import PeSram
+from .pe_store_engine import StoreEngine
 from .pe_vector_unit import VectorUnit
 from .pe_wavelet_engine import WaveletEngine
 from .wavelet import Wavelet
@@ -126,6 +133,7 @@ class PeCore(wiring.Component):
         self._cfg = cfg
         super().__init__({
             "rx": In(stream.Signature(Wavelet)),
+            "rx2": In(stream.Signature(Wavelet)),
             "tx": Out(stream.Signature(Wavelet)),
             "cfg": In(ConfigBus()),
             "fault": Out(1),
@@ -140,6 +148,7 @@ class PeCore(wiring.Component):
         sram = m.submodules.sram = PeSram(words=S, banks=cfg.sram_banks, lanes=L)
         table = m.submodules.table = DescriptorTable(cfg)
         weng = m.submodules.wavelet_engine = WaveletEngine(cfg)
+        seng = m.submodules.store_engine = StoreEngine(cfg)
         vec = m.submodules.vector_unit = VectorUnit(cfg)
 
         # ---- configuration bus decode ---------------------------------------------------------
@@ -169,21 +178,28 @@ class PeCore(wiring.Component):
         for name in ("desc", "active", "in_range", "cnt", "aptr", "dptr"):
             m.d.comb += [getattr(weng, name).eq(getattr(table, name)),
                          getattr(vec, name).eq(getattr(table, name))]
+        for name in ("desc", "active", "in_range", "pos", "cnt", "dptr"):
+            m.d.comb += getattr(seng, name).eq(getattr(table, name))
         m.d.comb += [weng.pos.eq(table.pos), weng.restart.eq(table.restart),
-                     vec.done.eq(table.done), vec.bptr.eq(table.bptr)]
+                     vec.done.eq(table.done), vec.bptr.eq(table.bptr),
+                     seng.w_step.eq(weng.step), seng.w_t.eq(weng.t)]
         m.d.comb += [
             table.w_step.eq(weng.step), table.w_t.eq(weng.t), table.w_unit_end.eq(weng.unit_end),
             table.w_run_end.eq(weng.run_end), table.w_stop.eq(weng.stop),
             table.w_inc.eq(weng.inc), table.w_inc_t.eq(weng.inc_t),
+            table.s_step.eq(seng.step), table.s_t.eq(seng.t), table.s_unit_end.eq(seng.unit_end),
+            table.s_run_end.eq(seng.run_end), table.s_stop.eq(seng.stop),
+            table.s_inc.eq(seng.inc), table.s_inc_t.eq(seng.inc_t),
             table.v_unit.eq(vec.unit), table.v_t.eq(vec.t), table.v_run_end.eq(vec.run_end),
             table.v_stop.eq(vec.stop),
         ]
         wiring.connect(m, weng.rx, wiring.flipped(self.rx))
+        wiring.connect(m, seng.rx2, wiring.flipped(self.rx2))
         wiring.connect(m, vec.tx, wiring.flipped(self.tx))
 
         # ---- SRAM: copy 0 for the lanes (configuration reads when no FMAC wavelet), copy 1 for
-        # the vector unit; the wavelet engine's row write has priority over the word write
-        # (configuration, else the vector unit's store).
+        # the vector unit; the wavelet engine's row write has priority over the store engine's
+        # word, that over the word write (configuration, else the vector unit's store).
         m.d.comb += [
             sram.lane_addr.eq(Mux(weng.rd_en, weng.rd_addr, a)),
             weng.rd_data.eq(sram.lane_data),
@@ -191,6 +207,8 @@ class PeCore(wiring.Component):
             vec.rd_data.eq(sram.vec_data),
             sram.row_addr.eq(weng.wr_addr), sram.row_data.eq(weng.wr_data),
             sram.row_mask.eq(weng.wr_mask),
+            sram.store_addr.eq(seng.wr_addr), sram.store_data.eq(seng.wr_data),
+            sram.store_en.eq(seng.wr_en), seng.wr_blocked.eq(sram.store_blocked),
             sram.word_addr.eq(Mux(cfg_sram_we, a, vec.wr_addr)),
             sram.word_data.eq(Mux(cfg_sram_we, Mux(pack, bus.wdata & 0xFFFF0000, bus.wdata),
                                   vec.wr_data)),
@@ -201,8 +219,8 @@ class PeCore(wiring.Component):
             vec.cfg_write.eq(cfg_sram_we),
         ]
 
-        # ---- faults: sticky; a commit fault wins over a wavelet fault, that over a vector fault;
-        # a fault of this cycle wins over a clear.
+        # ---- faults: sticky; a commit fault wins over a wavelet fault, that over a store-engine
+        # fault, that over a vector fault; a fault of this cycle wins over a clear.
         fault_valid = Signal()
         fault_code = Signal(FAULT_STATUS.field_width("code"))
         fault_index = Signal(FAULT_STATUS.field_width("index"))
@@ -216,6 +234,9 @@ class PeCore(wiring.Component):
             with m.Elif(weng.fault):
                 m.d.sync += [fault_valid.eq(1), fault_code.eq(weng.fault_code),
                              fault_index.eq(weng.fault_index)]
+            with m.Elif(seng.fault):
+                m.d.sync += [fault_valid.eq(1), fault_code.eq(seng.fault_code),
+                             fault_index.eq(seng.fault_index)]
             with m.Elif(vec.fault):
                 m.d.sync += [fault_valid.eq(1), fault_code.eq(Fault.RANGE),
                              fault_index.eq(vec.t)]
@@ -226,7 +247,7 @@ class PeCore(wiring.Component):
         m.d.sync += [
             fmac_cycles.eq(fmac_cycles + weng.fmac),
             vec_cycles.eq(vec_cycles + vec.busy),
-            rx_count.eq(rx_count + self.rx.valid),
+            rx_count.eq(rx_count + self.rx.valid + (self.rx2.valid & self.rx2.ready)),
             tx_count.eq(tx_count + (self.tx.valid & self.tx.ready)),
         ]
 

@@ -21,6 +21,8 @@ Ports:
   ``done`` counters kept, not legal until committed again).
 * wavelet engine: ``w_step`` (a wavelet of ``w_t`` was taken), ``w_unit_end``, ``w_run_end``,
   ``w_stop`` (``w_t`` stops on a fault), ``w_inc``/``w_inc_t`` (stage 1: ``done[w_inc_t] += 1``).
+* store engine (``rx2``): ``s_step``, ``s_t``, ``s_unit_end``, ``s_run_end``, ``s_stop``,
+  ``s_inc``/``s_inc_t``, the same for a STORE descriptor (never the one ``w_t`` steps in the cycle).
 * vector unit: ``v_unit`` (a unit of ``v_t`` finished), ``v_run_end``, ``v_stop``.
 * ``restart[t]``: ``t`` was started or written this cycle (its half-accumulated row is dropped).
 
@@ -68,6 +70,8 @@ class DescriptorTable(wiring.Component):
             **{name: Out(shape) for name, shape in state_shapes(cfg).items()},
             "w_step": In(1), "w_t": In(idx), "w_unit_end": In(1), "w_run_end": In(1),
             "w_stop": In(1), "w_inc": In(1), "w_inc_t": In(idx),
+            "s_step": In(1), "s_t": In(idx), "s_unit_end": In(1), "s_run_end": In(1),
+            "s_stop": In(1), "s_inc": In(1), "s_inc_t": In(idx),
             "v_unit": In(1), "v_t": In(idx), "v_run_end": In(1), "v_stop": In(1),
         })
 
@@ -102,8 +106,9 @@ class DescriptorTable(wiring.Component):
         legal = Signal(T)
         rep = [Signal(16, name=f"rep{t}") for t in range(T)]            # unit within its group
         rbase = [Signal(PTR_BITS, name=f"rbase{t}") for t in range(T)]  # FMAC: this row's operands
-        wd, vd = desc[self.w_t], desc[self.v_t]
+        wd, sd, vd = desc[self.w_t], desc[self.s_t], desc[self.v_t]
         w_chain = self.w_run_end & wd.chain
+        s_chain = self.s_run_end & sd.chain
         v_chain = self.v_run_end & vd.chain
         for t in range(T):
             d = desc[t]
@@ -113,12 +118,16 @@ class DescriptorTable(wiring.Component):
             written = (self.we & (self.index == t)) | self.stop_all
             with m.If(written):
                 m.d.sync += legal[t].eq(commit & ~self.stop_all & (code == 0) & (cand.op != Op.NOP))
-            start = (((w_chain & (wd.next == t)) | (v_chain & (vd.next == t))) & legal[t]
+            start = (((w_chain & (wd.next == t)) | (s_chain & (sd.next == t)) | (v_chain & (vd.next == t)))
+                     & legal[t]
                      | (commit_start & (self.index == t) & ~self.stop_all))
             w_here = self.w_t == t
+            s_here = self.s_t == t
             v_here = self.v_t == t
-            stop = (((self.w_run_end | self.w_stop) & w_here) | ((self.v_run_end | self.v_stop) & v_here)
-                    | written)
+            stop = (((self.w_run_end | self.w_stop) & w_here) | ((self.s_run_end | self.s_stop) & s_here)
+                    | ((self.v_run_end | self.v_stop) & v_here) | written)
+            w_step = self.w_step & w_here
+            unit_end = Mux(w_step, self.w_unit_end, self.s_unit_end)
             m.d.comb += self.restart[t].eq(start | written)
             group_end = rep[t] + 1 >= d.group
             with m.If(start):
@@ -128,10 +137,10 @@ class DescriptorTable(wiring.Component):
             with m.Else():
                 with m.If(stop):
                     m.d.sync += self.active[t].eq(0)
-                with m.If(self.w_step & w_here):
+                with m.If(w_step | (self.s_step & s_here)):
                     fmac = d.op == Op.FMAC
-                    m.d.sync += pos.eq(Mux(self.w_unit_end, 0, pos + 1))
-                    with m.If(self.w_unit_end):
+                    m.d.sync += pos.eq(Mux(unit_end, 0, pos + 1))
+                    with m.If(unit_end):
                         next_row = Mux(group_end, d.a_base, rbase[t] + L)
                         m.d.sync += [cnt.eq(cnt + 1), rep[t].eq(Mux(group_end, 0, rep[t] + 1)),
                                      rbase[t].eq(next_row), aptr.eq(next_row)]
@@ -147,8 +156,10 @@ class DescriptorTable(wiring.Component):
                         m.d.sync += aptr.eq(aptr + d.a_stride)
                     with m.If(self.in_range[t]):
                         m.d.sync += dptr.eq(dptr + unit)
-                with m.If((self.w_inc & (self.w_inc_t == t)) | (self.v_unit & v_here)):
-                    m.d.sync += done.eq(done + 1)
+                w_inc = self.w_inc & (self.w_inc_t == t)
+                s_inc = self.s_inc & (self.s_inc_t == t)
+                with m.If(w_inc | s_inc | (self.v_unit & v_here)):
+                    m.d.sync += done.eq(done + 1 + (w_inc & s_inc))
         return m
 
     @staticmethod

@@ -11,11 +11,14 @@ Ports (addresses are word addresses below ``words``):
 * ``lane_addr`` -> ``lane_data``, ``vec_addr`` -> ``vec_data``: the ``lanes`` words from the address
   (lane ``l`` = word ``addr + l``) of copy 0 / copy 1, the cycle after the address (registered).
 * ``row_addr``, ``row_data``, ``row_mask``: lane ``l`` writes ``row_data[l]`` to ``row_addr + l``
-  where ``row_mask[l]`` is set. Priority over the word write.
+  where ``row_mask[l]`` is set. Priority over the store and the word write.
+* ``store_addr``, ``store_data``, ``store_en``: one word (the store engine's); ``store_blocked``
+  (combinational) is high when the row write uses its bank; it is then not written. Priority over
+  the word write.
 * ``word_addr``, ``word_data``, ``word_en``: one word; with ``word_pair`` also ``word_data2`` to
   ``word_addr + 1`` (its bank is the next one, so ``banks >= 2``; not written past the last word).
-  ``word_blocked`` (combinational) is high when the row write uses the bank of a word of the write
-  in this cycle; the words are then not written.
+  ``word_blocked`` (combinational) is high when the row write or a store uses the bank of a word
+  of the write in this cycle; the words are then not written.
 
 A read in the cycle of a write to the same word returns the old word.
 """
@@ -36,6 +39,7 @@ class PeSram(wiring.Component):
             "lane_addr": In(16), "lane_data": Out(vec),
             "vec_addr": In(16), "vec_data": Out(vec),
             "row_addr": In(16), "row_data": In(vec), "row_mask": In(lanes),
+            "store_addr": In(16), "store_data": In(32), "store_en": In(1), "store_blocked": Out(1),
             "word_addr": In(16), "word_data": In(32), "word_en": In(1), "word_blocked": Out(1),
             "word_pair": In(1), "word_data2": In(32),
         })
@@ -60,6 +64,7 @@ class PeSram(wiring.Component):
 
         # Per bank: the row write's lane (and whether it writes), else the word write.
         row_lo, row_hi = split(self.row_addr)
+        store_lo, store_hi = split(self.store_addr)
         word_lo, word_hi = split(self.word_addr)
         addr2 = Signal(17)
         m.d.comb += addr2.eq(self.word_addr + 1)
@@ -68,6 +73,7 @@ class PeSram(wiring.Component):
         m.d.comb += pair_en.eq(self.word_pair & (addr2 < S))
         mask = Cat(self.row_mask, Const(0, NB - L)) if NB > L else self.row_mask
         row_en = Signal(NB)
+        store_en = Signal(NB)       # per bank: the store writes it
         wr_addr = [Signal(line_bits, name=f"wr_addr{b}") for b in range(NB)]
         wr_data = [Signal(32, name=f"wr_data{b}") for b in range(NB)]
         wr_en = [Signal(name=f"wr_en{b}") for b in range(NB)]
@@ -76,16 +82,23 @@ class PeSram(wiring.Component):
             lane = Signal(max(lb, 1), name=f"row_lane{b}")
             m.d.comb += lane.eq(lane_of(b, row_lo))
             m.d.comb += row_en[b].eq(mask.bit_select(lane, 1) if NB > 1 else mask[0])
+            m.d.comb += store_en[b].eq(self.store_en & (store_lo == b) & ~row_en[b])
             word_here = self.word_en & (word_lo == b)
             pair_here = self.word_en & pair_en & (pair_lo == b)
             m.d.comb += [
-                wr_en[b].eq(row_en[b] | word_here | pair_here),
-                wr_addr[b].eq(Mux(row_en[b], line(b, row_lo, row_hi), Mux(pair_here, pair_hi, word_hi))),
+                wr_en[b].eq(row_en[b] | store_en[b] | word_here | pair_here),
+                wr_addr[b].eq(Mux(row_en[b], line(b, row_lo, row_hi),
+                                  Mux(store_en[b], store_hi, Mux(pair_here, pair_hi, word_hi)))),
                 wr_data[b].eq(Mux(row_en[b], lanes[lane],
-                                  Mux(pair_here, self.word_data2, self.word_data))),
+                                  Mux(store_en[b], self.store_data,
+                                      Mux(pair_here, self.word_data2, self.word_data)))),
             ]
-        m.d.comb += self.word_blocked.eq(row_en.bit_select(word_lo, 1)
-                                         | (pair_en & row_en.bit_select(pair_lo, 1)))
+        taken = Signal(NB)
+        m.d.comb += [
+            taken.eq(row_en | store_en),
+            self.store_blocked.eq(row_en.bit_select(store_lo, 1)),
+            self.word_blocked.eq(taken.bit_select(word_lo, 1) | (pair_en & taken.bit_select(pair_lo, 1))),
+        ]
 
         for copy, (addr, out) in enumerate([(self.lane_addr, self.lane_data),
                                             (self.vec_addr, self.vec_data)]):

@@ -7,7 +7,8 @@ Ports (``C = cfg.num_colors``; ``p`` in ``n, e, s, w``)
 In(C)`` (the router's boundary ports, see :mod:`hdl.router`); ``cfg: In(ConfigBus())``;
 ``error: Out(1)`` (the router's sticky error flag); ``fault: Out(1)`` (the core's sticky fault).
 The core takes every wavelet the router offers on RAMP (``rx.ready`` is always high), so the RAMP
-accept mask is all ones.
+accept mask is all ones; the router's RAMP2 channel feeds the core's ``rx2`` (accept mask all
+ones: a wavelet waits there only while ``rx2.ready`` is low).
 
 Configuration address map (:mod:`arch.tile_map`; the same local map as a tile of a
 :class:`~hdl.mesh.Mesh`)
@@ -67,6 +68,7 @@ class Tile(wiring.Component):
             m.d.comb += getattr(router, f"{side}_accept").eq(getattr(self, f"{side}_accept"))
         wiring.connect(m, core.tx, router.ramp_in)
         wiring.connect(m, router.ramp_out, core.rx)
+        wiring.connect(m, router.ramp2_out, core.rx2)
         m.d.comb += router.ramp_accept.eq((1 << cfg.num_colors) - 1)
 
         bus = self.cfg

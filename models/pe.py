@@ -44,7 +44,7 @@ from models.numerics import bf16_bits, bf16_mul, bits, f32, fp32_add
 from models.pipeline.mapping import split
 
 __all__ = ["PeModel", "unit_cycles", "DEP_TO_TX_CYCLES", "forward_kernel", "run_forward_kernel",
-           "COLOR_W", "COLOR_PSUM", "COLOR_RESULT"]
+           "ramp2_colors", "COLOR_W", "COLOR_PSUM", "COLOR_RESULT"]
 
 
 # Cycles from the rx transfer of the wavelet that completes a unit (an FMAC row, a STORE vector)
@@ -225,19 +225,21 @@ class PeModel:
 
     # ---- wavelet engine ----------------------------------------------------------------------
 
-    def wavelet(self, color, data):
-        """Process one input wavelet, then run every vector firing that became ready."""
+    def wavelet(self, color, data, *, rx2=False):
+        """Process one input wavelet (from ``rx``, or with ``rx2`` from the store engine's
+        ``rx2``), then run every vector firing that became ready."""
         self.rx_count += 1
-        self._wavelet(color, int(data) & WORD_MASK)
+        self._wavelet(color, int(data) & WORD_MASK, (Op.STORE,) if rx2 else (Op.FMAC, Op.STORE))
         self.run_vec()
 
-    def _wavelet(self, color, data):
-        """One wavelet on the wavelet engine. RANGE (after UNBOUND, DUP_COLOR, ACC_CONFLICT): FMAC
+    def _wavelet(self, color, data, ops):
+        """One wavelet on the wavelet engine (``ops``: FMAC and STORE) or the store engine (STORE
+        only). RANGE (after UNBOUND, DUP_COLOR, ACC_CONFLICT): FMAC
         wavelet ``i`` of row ``n`` when ``a_base + (n mod group)*L + i*a_stride + L > S`` (its
         operands), or, for the row's last wavelet, ``dst_base + n*L + L > S``; STORE wavelet ``j``
         of vector ``n`` in ``[lo, hi)`` when ``dst_base + (n - lo)*L + j >= S``."""
         matches = [t for t in range(self.T) if self.active[t]
-                   and self.desc[t]["op"] in (Op.FMAC, Op.STORE) and self.desc[t]["color"] == color]
+                   and self.desc[t]["op"] in ops and self.desc[t]["color"] == color]
         if not matches:
             self._raise("UNBOUND", color)
             return
@@ -374,6 +376,17 @@ class PeModel:
 COLOR_W, COLOR_PSUM, COLOR_RESULT = 0, 1, 2
 
 
+def ramp2_colors(descs):
+    """The router's ``RAMP2`` register for a PE running ``descs``: the colors of its STORE
+    descriptors (partial sums, results), which then come on the RAMP's second channel into the
+    store engine and never take a slot of the FMAC's wavelets."""
+    mask = 0
+    for d in descs.values():
+        if d.get("op") == Op.STORE:
+            mask |= 1 << d["color"]
+    return mask
+
+
 def _split(n, parts):
     """Contiguous slices of ``n`` over ``parts`` owners, as ranges (the pipeline model's partition)."""
     return [range(s.start, s.stop) for s in split(n, parts)]
@@ -392,7 +405,8 @@ def forward_kernel(*, lanes, sram_words, rows, cols, m, k):
     Returns a dict with ``pes[(p, q)] = {"descs": {t: fields}, "x_base", "k": range,
     "own": range, "xn_base"}`` (``xn_base``: where the kept outputs ``A[own, B_p]`` land, one
     vector per output row), ``routes[(p, q)] = [(color, in_port, [out_ports])]`` (port names
-    ``N E S W RAMP``) and ``edge_out`` (``"W"`` or ``"E"``: where results leave row p).
+    ``N E S W RAMP``), ``ramp2[(p, q)]`` (:func:`ramp2_colors`) and ``edge_out`` (``"W"`` or
+    ``"E"``: where results leave row p).
     """
     L = lanes
     k_slices, m_slices = _split(k, cols), _split(m, cols)
@@ -444,6 +458,7 @@ def forward_kernel(*, lanes, sram_words, rows, cols, m, k):
                 r.append((COLOR_RESULT, "E", ["RAMP", "W"]))
             routes[(p, q)] = r
     return {"pes": pes, "routes": routes, "edge_out": "E" if cols == 1 else "W",
+            "ramp2": {pq: ramp2_colors(info["descs"]) for pq, info in pes.items()},
             "k_slices": k_slices, "m_slices": m_slices}
 
 

@@ -22,10 +22,9 @@ compiler (``compiler/wafer.py``) and the bench actually run, phase by phase. Two
 * **Run, exact** (:func:`simulated_run_cycles`): the closed-loop cycle simulation of the phase
   (:func:`models.pipeline.wafer_cycles.simulate_phase`: the cycle-exact fabric model stepped one
   cycle at a time + a timing model of each PE's wavelet engine and vector unit + the weight and
-  gradient links) on the compiler's plan (descriptors and routes). It adds what the formulas
-  leave out: RAMP-port contention in the forward pass (the psum and result words of a row share
-  a PE's RAMP port with the weights of a later row, so the weight link waits), the columns'
-  results sharing a row's links to the edge, and vector-unit stores waiting on a stage-1 SRAM
+  gradient links) on the compiler's plan (descriptors, routes, RAMP2 registers). It adds what
+  the formulas leave out: the columns' results sharing a row's links to the edge, a store engine's word waiting for the bank of an
+  FMAC row write (``rx2`` not ready meanwhile), and vector-unit stores waiting on a stage-1 SRAM
   write to the same bank (``RtlHardware.sram_banks``).
   A closed formula for those would have to replay the same arbitration, so the model composes
   the cycle-level parts instead (fast: well under a second for the default step).
@@ -172,9 +171,9 @@ def backward_weight_run_cycles(m, k, hw, *, lanes=False):
     it makes ``M |K_q|`` DOT words and, with ``P > 1``, ``M |K_q| / L`` chain ADDs.
     ``lanes=True`` (partials on the lanes): the host's dZ stream starts at the west edge
     :data:`PLAYER_START_CYCLES` ``+ 1`` cycles after ``go``; a north PE then takes ``M |K_q|`` dZ
-    wavelets and, with ``P > 1``, as many incoming partial sums through its RAMP port (one per
-    cycle), and makes ``M C`` chain vectors (``C = |K_q| / L``; ADD, or PASS on one row), the
-    larger of the two. Either way the last vector's last word leaves one firing after the firing
+    wavelets through its RAMP port (one per cycle; the incoming partial sums arrive on the RAMP's
+    second channel) and makes ``M C`` chain vectors (``C = |K_q| / L``; ADD, or PASS on one row),
+    the larger of the two. Either way the last vector's last word leaves one firing after the firing
     starts, crosses to the north edge (``zero_load_latency(0)``), the reduce tree and the recorder
     count."""
     _check_layer(m, k, hw)
@@ -183,8 +182,7 @@ def backward_weight_run_cycles(m, k, hw, *, lanes=False):
     tail = zero_load_latency(0) + hw.swarmx.reduce_latency + RECORDER_COUNT_CYCLES
     if lanes:
         kq = max(_split_sizes(k, Q))
-        ramp = m * kq * (2 if P > 1 else 1)
-        return PLAYER_START_CYCLES + 1 + max(ramp, m * kq // L * unit_cycles(L)) + tail
+        return PLAYER_START_CYCLES + 1 + max(m * kq, m * kq // L * unit_cycles(L)) + tail
     counts = backward_weight_desc_counts(hw)
     tiles = sorted(counts)
     best = 0

@@ -10,13 +10,17 @@ wavelet per cycle) in the forward pass; the columns' results share the row links
 PE timing (``hdl/pe_core.py``): ``rx`` always ready; a wavelet received in cycle ``t`` steps the
 matching FMAC/STORE at once; stage 1 writes SRAM in ``t + 1`` (an FMAC row's last wavelet: the
 row, ``dst_base + n*L + 0:L``; STORE word ``j`` of vector ``n`` in ``[lo, hi)``: ``dst_base +
-(n-lo)*L + j``) and the unit's ``done`` count rises at the end of ``t + 1``. The vector unit: IDLE
+(n-lo)*L + j``) and the unit's ``done`` count rises at the end of ``t + 1``. The store engine
+does the same for a STORE wavelet received on ``rx2`` (the router's RAMP2 channel), except that
+its stage-1 word waits while the wavelet engine's stage 1 writes its bank, and ``rx2`` is not
+ready in the cycles it waits; the unit counts when its last word is written. The vector unit: IDLE
 (picks the lowest ready VEC, issues the read of A) -> READ_B (issues the read of B) -> LATCH -> RUN
 (one element per cycle) -> IDLE, so ``L + 3`` cycles per vector; a DOT's next word: ISSUE (reads
 its row of A) -> READ_B -> LATCH -> RUN. A RUN cycle steps only if ``tx`` is free (``~valid |
 ready``) when it sends and, when it stores (at ``dst_base + (n-lo)*U + (k if DOT else j)``, ``U =
 count`` for DOT else ``L``), only if stage 1 does not write the same bank that cycle (word ``a`` in
-bank ``a mod sram_banks``, one write port each); a stalled cycle does nothing. Configuration SRAM
+bank ``a mod sram_banks``, one write port each) or the store engine writes it; a stalled cycle
+does nothing. Configuration SRAM
 writes are not modeled: the compiler's phases write SRAM before any descriptor commits. ``tx`` is
 a register (a word loaded in ``t`` is offered from ``t + 1``). Weight links: the SwarmX leaf of
 column ``q`` offers its word ``i`` from cycle ``first + i`` (or the cycle after word ``i - 1`` was
@@ -29,7 +33,7 @@ write.
 from collections import deque
 
 from arch.pe_map import Op, VecMode
-from arch.ports import NUM_PORTS, Port
+from arch.ports import NUM_PORTS, RAMP2, Port
 from arch.router_map import route_mask
 from models.fabric import FabricModel
 
@@ -51,6 +55,7 @@ class _PeTiming:
         self.done = dict.fromkeys(self.d, 0)
         self.s1_inc = None                 # descriptor whose done rises at the end of this cycle
         self.s1_banks = set()              # banks stage 1 writes this cycle
+        self.s2 = None                     # the store engine's stage 1: (t, bank or None, unit end)
         self.state, self.vsel, self.vj, self.vk = "IDLE", None, 0, 0
         self.tx = None                     # color of the word in the tx register (offered)
 
@@ -84,31 +89,72 @@ class _PeTiming:
                 return False
         return True
 
-    def cycle(self, rx_color, tx_taken):
-        """Advance one cycle: ``rx_color`` (a wavelet received in this cycle, or None),
-        ``tx_taken`` (the router took the tx word this cycle)."""
+    def rx2_ready(self):
+        """``rx2.ready`` in this cycle: low while the store engine's word waits for its bank."""
+        return not (self.s2 is not None and self.s2[1] is not None and self.s2[1] in self.s1_banks)
+
+    def _store_step(self, t):
+        """Stage 0 of a STORE wavelet (either engine): ``(bank written in stage 1 or None, unit
+        end)``; steps the descriptor's position and count."""
+        n, lo, L = self.cnt[t], self._get(t, "lo"), self.L
+        bank = None
+        if lo <= n < self._get(t, "hi"):
+            bank = (self._get(t, "dst_base") + (n - lo) * L + self.pos[t]) % self.NB
+        end = self.pos[t] + 1 == L
+        return bank, end
+
+    def _match(self, color, ops):
+        match = [t for t in sorted(self.d) if self.active[t]
+                 and self._get(t, "op") in ops and self._get(t, "color") == color]
+        if len(match) != 1:
+            raise ValueError(f"wavelet of color {color} matches descriptors {match}")
+        return match[0]
+
+    def cycle(self, rx_color, tx_taken, rx2_color=None):
+        """Advance one cycle: ``rx_color`` / ``rx2_color`` (a wavelet received on ``rx`` / ``rx2``
+        in this cycle, or None), ``tx_taken`` (the router took the tx word this cycle)."""
         L = self.L
         # Registered updates computed from the state at the start of the cycle.
+        wait2 = not self.rx2_ready()
         inc_now, s1_banks = self.s1_inc, self.s1_banks
         self.s1_inc, self.s1_banks = None, set()
         unit_done, run_end = [], []
+        # Store engine, stage 1: its word is written unless the wavelet engine takes the bank.
+        inc2, taken_banks = None, set(s1_banks)
+        if self.s2 is not None and not wait2:
+            t2, bank2, end2 = self.s2
+            if bank2 is not None:
+                taken_banks.add(bank2)
+            if end2:
+                inc2 = t2
+            self.s2 = None
+        # Store engine, stage 0.
+        if rx2_color is not None:
+            if wait2:
+                raise ValueError("a wavelet arrived on rx2 while it was not ready")
+            t = self._match(rx2_color, (Op.STORE,))
+            bank, end = self._store_step(t)
+            self.s2 = (t, bank, end)
+            if end:
+                self.pos[t] = 0
+                if self.cnt[t] + 1 == self._get(t, "reps"):
+                    run_end.append(t)
+                self.cnt[t] += 1
+            else:
+                self.pos[t] += 1
         # Wavelet engine.
         if rx_color is not None:
-            match = [t for t in sorted(self.d) if self.active[t]
-                     and self._get(t, "op") in (Op.FMAC, Op.STORE)
-                     and self._get(t, "color") == rx_color]
-            if len(match) != 1:
-                raise ValueError(f"wavelet of color {rx_color} matches descriptors {match}")
-            t = match[0]
+            t = self._match(rx_color, (Op.FMAC, Op.STORE))
             n, dst = self.cnt[t], self._get(t, "dst_base")
             if self._get(t, "op") == Op.FMAC:
                 size = self._get(t, "count")
                 if self.pos[t] + 1 == size:
                     self.s1_banks = {(dst + n * L + lane) % self.NB for lane in range(L)}
             else:
-                size, lo = L, self._get(t, "lo")
-                if lo <= n < self._get(t, "hi"):
-                    self.s1_banks = {(dst + (n - lo) * L + self.pos[t]) % self.NB}
+                size = L
+                bank, _ = self._store_step(t)
+                if bank is not None:
+                    self.s1_banks = {bank}
             if self.pos[t] + 1 == size:
                 self.pos[t] = 0
                 self.s1_inc = t
@@ -143,7 +189,7 @@ class _PeTiming:
             store = emit and self._get(t, "store") and lo <= n < self._get(t, "hi")
             unit = self._get(t, "count") if dot else L
             addr = self._get(t, "dst_base") + (n - lo) * unit + (self.vk if dot else self.vj)
-            if (not send or tx_free) and not (store and addr % self.NB in s1_banks):
+            if (not send or tx_free) and not (store and addr % self.NB in taken_banks):
                 if send:
                     new_tx = self._get(t, "color")
                 if last:
@@ -164,6 +210,8 @@ class _PeTiming:
             self.tx = new_tx
         if inc_now is not None:
             self.done[inc_now] += 1
+        if inc2 is not None:
+            self.done[inc2] += 1
         for t in unit_done:
             self.cnt[t] += 1
             self.done[t] += 1
@@ -192,12 +240,12 @@ class _Player:
             self.at = max(self.first + self.taken, t + 1)
 
 
-def _fabric(rows, cols, num_colors, vc_depth, routes):
+def _fabric(rows, cols, num_colors, vc_depth, routes, ramp2):
     table = {(r, q): [[0] * NUM_PORTS for _ in range(num_colors)] for r in range(rows) for q in range(cols)}
     for (r, q), entries in routes.items():
         for color, inp, outs in entries:
             table[(r, q)][color][Port[inp]] |= route_mask(outs)
-    return FabricModel(rows, cols, num_colors, vc_depth, routes=table)
+    return FabricModel(rows, cols, num_colors, vc_depth, routes=table, ramp2=ramp2)
 
 
 def simulate_phase(plan, *, rows, cols, lanes, sram_banks, num_colors, vc_depth, streams=None,
@@ -205,8 +253,8 @@ def simulate_phase(plan, *, rows, cols, lanes, sram_banks, num_colors, vc_depth,
                    west_in=None, west_first=0, max_cycles=1_000_000):
     """Simulate a phase; returns the cycle of the last transfer out of the mesh.
 
-    ``plan``: ``{"pes": {(p, q): {"descs": ...}}, "routes": {(p, q): [(color, in, [outs])]}}``
-    (the layer compiler's plan); ``sram_banks``: SRAM banks per PE (``Config.sram_banks`` as the
+    ``plan``: ``{"pes": {(p, q): {"descs": ...}}, "routes": {(p, q): [(color, in, [outs])]},
+    "ramp2": {(p, q): mask}}`` (the layer compiler's plan; ``ramp2`` may be missing); ``sram_banks``: SRAM banks per PE (``Config.sram_banks`` as the
     PE core is built); ``streams``: ``{q: words}`` the weight link of column ``q`` carries (a
     :class:`_Player` from ``first`` each, color ``weight_color``); ``sinks``: ``{(p, q, port
     name): words}`` host-edge outputs (always ready) and the words each must deliver; ``grads``:
@@ -216,13 +264,14 @@ def simulate_phase(plan, *, rows, cols, lanes, sram_banks, num_colors, vc_depth,
     ``west_in``: ``{p: (color, words)}`` the host plays into the west edge of row p (a
     :class:`_Player` from ``west_first``).
     """
-    fabric = _fabric(rows, cols, num_colors, vc_depth, plan["routes"])
+    fabric = _fabric(rows, cols, num_colors, vc_depth, plan["routes"], plan.get("ramp2"))
     commits = commits or {}
     pes = {pq: _PeTiming(info["descs"], lanes, sram_banks, commits.get(pq))
            for pq, info in plan["pes"].items()}
     left = {(p, q, Port[o]): n for (p, q, o), n in (sinks or {}).items()}
     left.update({(0, q, Port.N): n for q, n in (grads or {}).items()})
     ramp_out = {(p, q, Port.RAMP): pq for pq in pes for p, q in [pq]}
+    ramp2_out = {(p, q, RAMP2): pq for pq in pes for p, q in [pq]}
     players = [_Player([(0, q, Port.N)] * n, weight_color, first) for q, n in (streams or {}).items()]
     players += [_Player([(p, 0, Port.W)] * n, color, west_first)
                 for p, (color, n) in (west_in or {}).items()]
@@ -236,20 +285,23 @@ def simulate_phase(plan, *, rows, cols, lanes, sram_banks, num_colors, vc_depth,
         for (p, q), pe in pes.items():
             if pe.tx is not None:
                 inputs[(p, q, Port.RAMP)] = [(0, pe.tx, 0)]
-        accepted, delivered = fabric.run(inputs, max_cycles=1, until_idle=False)
+        ready = {port: (lambda _t, v=pes[pq].rx2_ready(): v) for port, pq in ramp2_out.items()}
+        accepted, delivered = fabric.run(inputs, ready=ready, max_cycles=1, until_idle=False)
         for player in players:
             player.take(t, accepted)
-        rx = {}
+        rx, rx2 = {}, {}
         for _, port, (_, color, _) in delivered:
             if port in ramp_out:
                 rx[ramp_out[port]] = color
+            elif port in ramp2_out:
+                rx2[ramp2_out[port]] = color
             elif port in left:
                 left[port] -= 1
                 last_out = t
             else:
                 raise ValueError(f"a wavelet of color {color} left the mesh at {port}")
         for (p, q), pe in pes.items():
-            pe.cycle(rx.get((p, q)), bool(accepted.get((p, q, Port.RAMP))))
+            pe.cycle(rx.get((p, q)), bool(accepted.get((p, q, Port.RAMP))), rx2.get((p, q)))
         if all(n <= 0 for n in left.values()) and not any(player.ports for player in players):
             if any(n < 0 for n in left.values()):
                 raise ValueError(f"sinks received extra words: {left}")

@@ -2,13 +2,14 @@
 
 Parameters (``sim.kit.params()``), built by ``tests/hdl/test_pe_core.py`` from the golden model:
 ``cfg_writes`` ``[[addr, word], ...]`` (written one per cycle before traffic), ``wavelets``
-``[[color, data], ...]`` (driven on ``rx`` with random gaps ``gap_prob``), ``expect_tx`` (words
+``[[color, data], ...]`` (driven on ``rx`` with random gaps ``gap_prob``), ``wavelets2`` (the same
+on ``rx2``, at the same time), ``expect_tx`` (words
 the model sends; ``tx`` is drained with random back-pressure ``stall_prob``), ``reads`` (config
 addresses read back after the run), ``drain`` (idle cycles allowed after the last word).
 
 Writes ``result.json`` in the run folder: ``tx`` payloads and ``tx_cycles``, ``rx_cycles`` (accept
-cycle of each wavelet), ``reads`` (values), ``rx_ready_low`` (cycles ``rx.ready`` was low while a
-wavelet was offered) and ``fault`` (the port). The pytest side compares all of it with the model.
+cycle of each wavelet), ``rx2_cycles``, ``reads`` (values), ``rx_ready_low`` (cycles ``rx.ready`` was
+low while a wavelet was offered), ``rx2_ready_low`` (the same for ``rx2``) and ``fault`` (the port). The pytest side compares all of it with the model.
 """
 
 import json
@@ -63,22 +64,28 @@ async def run_program(dut):
     dut.cfg__wdata.value = 0
     await reset(dut)
     drv = StreamDriver(dut.clk, dut, "rx", gaps=bernoulli(p.get("gap_prob", 0.0), rng))
+    drv2 = StreamDriver(dut.clk, dut, "rx2", gaps=bernoulli(p.get("gap_prob", 0.0), rng))
     mon = StreamMonitor(dut.clk, dut, "tx", stall=bernoulli(p.get("stall_prob", 0.0), rng))
     ready_low = 0
+    ready2_low = 0
 
     async def watch_ready():
-        nonlocal ready_low
+        nonlocal ready_low, ready2_low
         while True:
             await RisingEdge(dut.clk)
             if int(dut.rx__valid.value) and not int(dut.rx__ready.value):
                 ready_low += 1
+            if int(dut.rx2__valid.value) and not int(dut.rx2__ready.value):
+                ready2_low += 1
 
     cocotb.start_soon(watch_ready())
     reads, faults = [], []
     for step in p["steps"]:
         await cfg_write(dut, step.get("writes", []))
         drv.send(pack_wavelet(d, c) for c, d in step.get("wavelets", []))
+        drv2.send(pack_wavelet(d, c) for c, d in step.get("wavelets2", []))
         await drv.wait_idle()
+        await drv2.wait_idle()
         expect = step.get("expect_tx", len(mon.words))
         waited = 0
         while len(mon.words) < expect and waited < 100 + 40 * expect:
@@ -89,7 +96,8 @@ async def run_program(dut):
         faults.append(int(dut.fault.value))
     Path("result.json").write_text(json.dumps({
         "tx": mon.words, "tx_cycles": mon.cycles, "rx_cycles": drv.accepted,
-        "reads": reads, "faults": faults, "rx_ready_low": ready_low,
+        "rx2_cycles": drv2.accepted, "reads": reads, "faults": faults, "rx_ready_low": ready_low,
+        "rx2_ready_low": ready2_low,
         "sim_cycles": get_sim_time("ns") // PERIOD_NS, "sim_seconds": time.perf_counter() - wall0,
     }))
 
@@ -120,17 +128,22 @@ class Program:
         self.expected_reads = []
         self.expected_faults = []
 
-    def step(self, writes=(), wavelets=(), reads=()):
+    def step(self, writes=(), wavelets=(), reads=(), wavelets2=()):
+        """Add a step; the model takes ``wavelets`` (on ``rx``) and then ``wavelets2`` (on
+        ``rx2``): the RTL interleaves them, which only a racing program would notice."""
         writes = [[int(a), int(w) & WORD_MASK] for a, w in writes]
         wavelets = [[int(c), int(d) & WORD_MASK] for c, d in wavelets]
+        wavelets2 = [[int(c), int(d) & WORD_MASK] for c, d in wavelets2]
         for a, w in writes:
             self.model.cfg_write(a, w)
         for c, d in wavelets:
             self.model.wavelet(c, d)
+        for c, d in wavelets2:
+            self.model.wavelet(c, d, rx2=True)
         self.expected_reads.append([self.model.cfg_read(int(a)) for a in reads])
         self.expected_faults.append(int(self.model.fault is not None))
-        self.steps.append({"writes": writes, "wavelets": wavelets, "reads": [int(a) for a in reads],
-                           "expect_tx": len(self.model.out)})
+        self.steps.append({"writes": writes, "wavelets": wavelets, "wavelets2": wavelets2,
+                           "reads": [int(a) for a in reads], "expect_tx": len(self.model.out)})
         return self
 
     def params(self, gap_prob=0.0, stall_prob=0.0, drain=20):

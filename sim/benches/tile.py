@@ -81,7 +81,7 @@ def forward_kernel_setup(cfg, *, rows, cols, m, k, seed, mesh=True):
 
     from arch.pe_map import STATUS, desc_addr, descriptor_writes, encode, status_base
     from arch.ports import Port
-    from arch.router_map import route_addr, route_mask
+    from arch.router_map import ADDR_RAMP2, route_addr, route_mask
     from arch.tile_map import CORE_BASE, mesh_tile_addr_bits, tile_address
     from arch.wavelet import pack_wavelet
     from models import pe
@@ -109,6 +109,7 @@ def forward_kernel_setup(cfg, *, rows, cols, m, k, seed, mesh=True):
     for (p, q), info in sorted(plan["pes"].items()):
         for color, inp, outs in plan["routes"][(p, q)]:
             writes.append([addr(p, q, route_addr(color, Port[inp])), route_mask(outs)])
+        writes.append([addr(p, q, ADDR_RAMP2), plan["ramp2"][(p, q)]])
         xs = x16[info["k"].start:info["k"].stop, p * L:(p + 1) * L].astype(np.uint32) << 16
         for i, word in enumerate(xs.ravel()):
             writes.append([addr(p, q, CORE_BASE + info["x_base"] + i), int(word)])

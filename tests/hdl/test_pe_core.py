@@ -248,6 +248,46 @@ def test_chain():
     run(cfg, prog, gap_prob=0.2, stall_prob=0.3)
 
 
+def test_store_engine_beside_fmac():
+    """Partial sums on ``rx2`` (the store engine) while weights stream on ``rx`` at line rate: the
+    lanes never wait, a store whose bank the FMAC row write takes waits a cycle with
+    ``rx2.ready`` low, and VEC ADD joins each row with its stored vector as the model does."""
+    rng = np.random.default_rng(11)
+    cfg, L = TINY, TINY.lanes
+    K, R = 4, 6
+    prog = Program(cfg)
+    prog.step(writes=sram_writes(0, bf16_words(rng, K * L))
+              + desc_writes(cfg, 2, op=Op.VEC, vmode=VecMode.ADD, enable=1, send=1, color=2,
+                            dep_a_en=1, dep_a=0, dep_b_en=1, dep_b=1, a_base=64, a_stride=L,
+                            b_base=128, b_stride=L, count=1, reps=R)
+              + desc_writes(cfg, 1, op=Op.STORE, enable=1, color=1, dst_base=128, reps=R, lo=0, hi=R)
+              + desc_writes(cfg, 0, op=Op.FMAC, enable=1, color=0, a_base=0, a_stride=L,
+                            count=K, reps=R, dst_base=64))
+    prog.step(wavelets=[(0, w) for w in bf16_words(rng, K * R)],
+              wavelets2=[(1, w) for w in fp32_words(rng, L * R)],
+              reads=list(range(64, 64 + R * L)) + list(range(128, 128 + R * L)) + status_reads(cfg))
+    result = run(cfg, prog, stall_prob=0.2)
+    rx = result["rx_cycles"]
+    assert rx == list(range(rx[0], rx[0] + K * R)), "weights were not accepted one per cycle"
+    assert result["rx2_ready_low"] > 0, "no store met an FMAC row write (the wait is untested)"
+    rx_count = result["reads"][1][2 * R * L + list(STATUS).index("RX_COUNT")]
+    assert rx_count == K * R + L * R
+
+
+def test_store_engine_takes_store_only():
+    """A wavelet on ``rx2`` whose color only an FMAC listens on is UNBOUND (the store engine runs
+    STORE descriptors only); the FMAC does not step."""
+    cfg = TINY
+    fault = status(cfg, "FAULT")
+    prog = Program(cfg)
+    prog.step(writes=desc_writes(cfg, 0, op=Op.FMAC, enable=1, color=3, a_base=0, a_stride=2,
+                                 count=2, reps=1, dst_base=64),
+              wavelets2=[(3, 0x3F800000)], reads=[fault])
+    assert FAULT_STATUS.unpack(prog.expected_reads[-1][0]) == {"flag": 1, "code": Fault.UNBOUND,
+                                                               "index": 3}
+    run(cfg, prog)
+
+
 def test_fmac_utilization_at_line_rate():
     """Weights at one wavelet per cycle: rx never stalls, every lane does one FMAC per cycle
     (measured FMAC_CYCLES = the model's count = weights), rows back to back."""

@@ -65,8 +65,9 @@ def test_backward_weight_on_the_lanes_hand_worked():
     # (2), the 2-leaf reduce (7) and the recorder (1).
     one = rs.RtlHardware(mesh_rows=1, mesh_cols=1, lanes=4, systems=2)
     assert rs.backward_weight_run_cycles(2, 4, one, lanes=True) == 2 + 14 + 2 + 7 + 1
-    # 2 x 2, 10 x 32: a north PE takes 10 x 16 dZ wavelets and 160 incoming sums = 320 > 40 ADDs x 7
-    assert rs.backward_weight_run_cycles(10, 32, HW, lanes=True) == 2 + 320 + 2 + 7 + 1
+    # 2 x 2, 10 x 32: a north PE takes 10 x 16 dZ wavelets through its RAMP (the 160 incoming
+    # sums come on the RAMP's second channel) and makes 40 chain ADDs x 7 = 280 > 160
+    assert rs.backward_weight_run_cycles(10, 32, HW, lanes=True) == 2 + 280 + 2 + 7 + 1
 
 
 def test_backward_weight_hand_worked_2x2():
