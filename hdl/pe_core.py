@@ -191,7 +191,8 @@ class PeCore(wiring.Component):
             table.s_run_end.eq(seng.run_end), table.s_stop.eq(seng.stop),
             table.s_inc.eq(seng.inc), table.s_inc_t.eq(seng.inc_t),
             table.v_unit.eq(vec.unit), table.v_t.eq(vec.t), table.v_run_end.eq(vec.run_end),
-            table.v_stop.eq(vec.stop),
+            table.v_issue.eq(vec.issue), table.v_issue_t.eq(vec.issue_t),
+            table.v_stop.eq(vec.stop), table.v_stop_t.eq(vec.stop_t),
         ]
         wiring.connect(m, weng.rx, wiring.flipped(self.rx))
         wiring.connect(m, seng.rx2, wiring.flipped(self.rx2))
@@ -239,7 +240,7 @@ class PeCore(wiring.Component):
                              fault_index.eq(seng.fault_index)]
             with m.Elif(vec.fault):
                 m.d.sync += [fault_valid.eq(1), fault_code.eq(Fault.RANGE),
-                             fault_index.eq(vec.t)]
+                             fault_index.eq(vec.stop_t)]
 
         # ---- counters -------------------------------------------------------------------------
         fmac_cycles, vec_cycles = Signal(32), Signal(32)

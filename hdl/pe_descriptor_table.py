@@ -23,7 +23,9 @@ Ports:
   ``w_stop`` (``w_t`` stops on a fault), ``w_inc``/``w_inc_t`` (stage 1: ``done[w_inc_t] += 1``).
 * store engine (``rx2``): ``s_step``, ``s_t``, ``s_unit_end``, ``s_run_end``, ``s_stop``,
   ``s_inc``/``s_inc_t``, the same for a STORE descriptor (never the one ``w_t`` steps in the cycle).
-* vector unit: ``v_unit`` (a unit of ``v_t`` finished), ``v_run_end``, ``v_stop``.
+* vector unit: ``v_issue`` (the operands of unit ``cnt`` of ``v_issue_t`` were fetched: the count
+  and running addresses advance), ``v_unit`` (a unit of ``v_t`` is done: ``done`` counts it),
+  ``v_run_end`` (it was the last), ``v_stop`` (``v_stop_t`` stops on a fault).
 * ``restart[t]``: ``t`` was started or written this cycle (its half-accumulated row is dropped).
 
 A run end stops the descriptor and, with ``chain``, starts ``next`` if it is legal (committed
@@ -72,7 +74,8 @@ class DescriptorTable(wiring.Component):
             "w_stop": In(1), "w_inc": In(1), "w_inc_t": In(idx),
             "s_step": In(1), "s_t": In(idx), "s_unit_end": In(1), "s_run_end": In(1),
             "s_stop": In(1), "s_inc": In(1), "s_inc_t": In(idx),
-            "v_unit": In(1), "v_t": In(idx), "v_run_end": In(1), "v_stop": In(1),
+            "v_unit": In(1), "v_t": In(idx), "v_run_end": In(1),
+            "v_issue": In(1), "v_issue_t": In(idx), "v_stop": In(1), "v_stop_t": In(idx),
         })
 
     def elaborate(self, platform):
@@ -125,7 +128,7 @@ class DescriptorTable(wiring.Component):
             s_here = self.s_t == t
             v_here = self.v_t == t
             stop = (((self.w_run_end | self.w_stop) & w_here) | ((self.s_run_end | self.s_stop) & s_here)
-                    | ((self.v_run_end | self.v_stop) & v_here) | written)
+                    | (self.v_run_end & v_here) | (self.v_stop & (self.v_stop_t == t)) | written)
             w_step = self.w_step & w_here
             unit_end = Mux(w_step, self.w_unit_end, self.s_unit_end)
             m.d.comb += self.restart[t].eq(start | written)
@@ -148,7 +151,7 @@ class DescriptorTable(wiring.Component):
                             m.d.sync += dptr.eq(dptr + L)
                     with m.Else():
                         m.d.sync += aptr.eq(aptr + d.a_stride)
-                with m.If(self.v_unit & v_here):
+                with m.If(self.v_issue & (self.v_issue_t == t)):
                     unit = Mux(d.vmode == VecMode.DOT, d.count, L)
                     m.d.sync += [cnt.eq(cnt + 1), bptr.eq(bptr + d.b_stride),
                                  rep[t].eq(Mux(group_end, 0, rep[t] + 1))]

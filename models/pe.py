@@ -43,7 +43,7 @@ from arch.ports import OPPOSITE, STEP
 from models.numerics import bf16_bits, bf16_mul, bits, f32, fp32_add
 from models.pipeline.mapping import split
 
-__all__ = ["PeModel", "unit_cycles", "DEP_TO_TX_CYCLES", "forward_kernel", "run_forward_kernel",
+__all__ = ["PeModel", "unit_cycles", "VEC_FETCH_CYCLES", "DEP_TO_TX_CYCLES", "forward_kernel", "run_forward_kernel",
            "ramp2_colors", "COLOR_W", "COLOR_PSUM", "COLOR_RESULT"]
 
 
@@ -53,12 +53,17 @@ __all__ = ["PeModel", "unit_cycles", "DEP_TO_TX_CYCLES", "forward_kernel", "run_
 # of A (+2), latches A and issues the read of B (+3), latches B (+4), puts the first word in its
 # tx register (+5), which transfers (+6).
 DEP_TO_TX_CYCLES = 6
+# The vector unit's fetch stage: pick and read A, latch A and read B, latch B. It overlaps the
+# execution of the previous vector, so only a vector whose dependencies were not met while the
+# previous one ran pays it (hdl/pe_vector_unit.py).
+VEC_FETCH_CYCLES = 3
 
 
 def unit_cycles(lanes):
-    """Cycles of one vector-unit firing (one vector, or one DOT word) without stalls: issue the
-    read of A, issue the read of B, latch B, then one element (lane) per cycle."""
-    return lanes + 3
+    """Cycles of one isolated vector-unit firing (one vector, or one DOT word) without stalls:
+    the fetch (:data:`VEC_FETCH_CYCLES`), then one element (lane) per cycle. Back to back,
+    vectors take ``lanes`` cycles each (``lanes >= 3``); DOT words always ``lanes + 3``."""
+    return lanes + VEC_FETCH_CYCLES
 
 
 class PeModel:
@@ -211,16 +216,17 @@ class PeModel:
 
     def cycles(self, t):
         """Cycles descriptor ``t`` keeps its engine busy, at full input rate and no back-pressure:
-        FMAC one per wavelet (every lane busy), STORE one per wavelet, VEC ``L + 3`` per vector
-        (per word for DOT)."""
+        FMAC one per wavelet (every lane busy), STORE one per wavelet, VEC one fetch and then
+        ``L`` per vector (vectors back to back, ``L >= 3``), DOT ``L + 3`` per word."""
         d, L = self.desc[t], self.L
         if d["op"] == Op.FMAC:
             return d["count"] * d["reps"]
         if d["op"] == Op.STORE:
             return L * d["reps"]
         if d["op"] == Op.VEC:
-            units = d["reps"] * (d["count"] if d["vmode"] == VecMode.DOT else 1)
-            return units * unit_cycles(L)
+            if d["vmode"] == VecMode.DOT:
+                return d["reps"] * d["count"] * unit_cycles(L)
+            return VEC_FETCH_CYCLES + d["reps"] * max(L, VEC_FETCH_CYCLES)
         return 0
 
     # ---- wavelet engine ----------------------------------------------------------------------
@@ -364,7 +370,7 @@ class PeModel:
                     self.out.append((d["color"], int(e)))
                 if store:
                     self.mem[dst + j] = e
-            self.vec_cycles += unit_cycles(L)
+            self.vec_cycles += L
         self.n[t] = n + 1
         self.done[t] += 1
         if self.n[t] == d["reps"]:

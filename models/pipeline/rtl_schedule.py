@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from arch.pe_map import DESC_WORDS
 from models.fabric import zero_load_latency
 from models.pe import COLOR_W as _COLOR_W
-from models.pe import DEP_TO_TX_CYCLES, unit_cycles
+from models.pe import DEP_TO_TX_CYCLES, VEC_FETCH_CYCLES, unit_cycles
 from models.pipeline.wafer_cycles import simulate_phase
 from models.swarmx import SwarmxTiming
 
@@ -168,27 +168,32 @@ def backward_weight_run_cycles(m, k, hw, *, lanes=False):
     commits its DOT as the last write of its tile's descriptors; after it come the other tiles'
     descriptors (raster order) and ``Q`` adapter words (``G_COUNT``), then :data:`GO_CYCLES` until
     ``go``;
-    it makes ``M |K_q|`` DOT words and, with ``P > 1``, ``M |K_q| / L`` chain ADDs.
+    it makes ``M |K_q|`` DOT words (``unit_cycles(L)`` each) and, with ``P > 1``, ``M |K_q| / L``
+    chain ADDs (at least ``L`` each, fetches overlapped).
     ``lanes=True`` (partials on the lanes): the host's dZ stream starts at the west edge
     :data:`PLAYER_START_CYCLES` ``+ 1`` cycles after ``go``; a north PE then takes ``M |K_q|`` dZ
     wavelets through its RAMP port (one per cycle; the incoming partial sums arrive on the RAMP's
-    second channel) and makes ``M C`` chain vectors (``C = |K_q| / L``; ADD, or PASS on one row),
-    the larger of the two. Either way the last vector's last word leaves one firing after the firing
-    starts, crosses to the north edge (``zero_load_latency(0)``), the reduce tree and the recorder
-    count."""
+    second channel), and the last FMAC row waits for the last one (stage 1, then the vector that
+    waited on it: ``unit_cycles(L)``); its vector unit makes ``M C`` chain vectors (``C = |K_q| /
+    L``; ADD, or PASS on one row), back to back at best (one fetch, then ``max(L, 3)`` each).
+    The larger of the two; then the last word crosses to the north edge (``zero_load_latency(0)``),
+    the reduce tree and the recorder count. Without lanes the last vector's last word leaves
+    likewise after the DOT and ADD work."""
     _check_layer(m, k, hw)
     P, Q, L = hw.mesh_rows, hw.mesh_cols, hw.lanes
     adapters = Q
     tail = zero_load_latency(0) + hw.swarmx.reduce_latency + RECORDER_COUNT_CYCLES
     if lanes:
         kq = max(_split_sizes(k, Q))
-        return PLAYER_START_CYCLES + 1 + max(m * kq, m * kq // L * unit_cycles(L)) + tail
+        fmac = m * kq + 1 + unit_cycles(L)
+        vectors = VEC_FETCH_CYCLES + m * kq // L * max(L, VEC_FETCH_CYCLES)
+        return PLAYER_START_CYCLES + 1 + max(fmac, vectors) + tail
     counts = backward_weight_desc_counts(hw)
     tiles = sorted(counts)
     best = 0
     for q, kq in enumerate(_split_sizes(k, Q)):
         words = m * kq
-        work = words * unit_cycles(L) + (words // L * unit_cycles(L) if P > 1 else 0)
+        work = words * unit_cycles(L) + (words // L * L if P > 1 else 0)
         after = sum(DESC_WORDS * counts[t] for t in tiles[tiles.index((0, q)) + 1:]) + adapters
         best = max(best, work - after - GO_CYCLES + tail)
     return max(best, 1)

@@ -16,12 +16,14 @@ Weight stream-in (every pass)
     request: the *weight-load latency*.
 PE engines (``hdl/pe_core.py``)
     The *wavelet engine* takes one wavelet per cycle: a weight wavelet is one FMAC broadcast over
-    the PE's Bp activations (``ceil(Bp / L)`` cycles on L lanes), any other arriving wavelet
-    (a partial sum, a result, a dZ) one cycle to store or drop. The *vector unit* runs in
-    parallel and costs ``V = L + vector_overhead_cycles`` cycles per vector of L words (chain
-    add-and-forward, ReLU/round/send, mask), and ``V`` per word of a dot product.
+    the PE's Bp activations (``ceil(Bp / L)`` cycles on L lanes), a dZ wavelet one cycle. The
+    *store engine* takes the partial sums and results, one per cycle, on the RAMP's second
+    channel. The *vector unit* runs in parallel and fetches a vector while the previous one runs:
+    ``V = max(L, vector_overhead_cycles)`` cycles per vector of L words back to back (chain
+    add-and-forward, ReLU/round/send, mask), ``L + vector_overhead_cycles`` per word of a dot
+    product.
 Forward, per row (the row pipeline runs at the slowest of)
-    wavelet engine ``Kq * ceil(Bp / L)`` FMAC + ``Bp`` incoming partials (Q > 1) +
+    wavelet engine ``Kq * ceil(Bp / L)`` FMAC; store engine ``Bp`` incoming partials (Q > 1) +
     ``ceil(Bp / pk)`` incoming results (hidden layers); vector unit ``ceil(Bp / L) * V`` (the
     chain add, fused with ReLU/round/send at the east PE); reduction chain link ``Bp / e``; result
     broadcast link ``ceil(Bp / pk) / e``; weights ``t_w``.
@@ -32,8 +34,9 @@ Host
     ``host_loss_cycles``: softmax cross-entropy and dZ back in at the east edge (Python host).
 Backward, per row
     wavelet engine ``Kq * ceil(Bp / L)`` FMAC for dX (not for the first layer) + ``ceil(Bp / pk)``
-    dZ wavelets + ``Kq`` incoming column partials (P > 1); the dW partials either as dot products
-    on the vector unit (``dw_dot_product``, the PE RTL's fallback DOT: ``Kq * ceil(Bp / L) * V``) or
+    dZ wavelets; store engine ``Kq`` incoming column partials (P > 1); the dW partials either as
+    dot products on the vector unit (``dw_dot_product``, the PE RTL's fallback DOT: ``Kq *
+    ceil(Bp / L) * (L + vector_overhead_cycles)``) or
     as FMAC broadcasts of each dZ[m, b] over the PE's Kq inputs on the lanes (the PE RTL's kernel
     where ``Kq`` is a multiple of L; ``Bp * ceil(Kq / L)`` more wavelet-engine cycles); vector unit
     also ``ceil(Kq / L) * V`` for the column add-and-forward;
@@ -119,8 +122,10 @@ class TimingParams:
         Extra cycles to enter and leave the fabric at boundary ports (``hdl/router.py``: a word in
         at ``t`` through ``h`` links is offered at ``t + h + 2``: 2).
     vector_overhead_cycles : int
-        The PE vector unit costs ``lanes + vector_overhead_cycles`` cycles per vector (and per
-        dot-product word): ``hdl/pe_core.py``: ``L + 3`` (``models.pe.unit_cycles``).
+        The PE vector unit's fetch (``hdl/pe_vector_unit.py``: 3, ``models.pe.VEC_FETCH_CYCLES``):
+        an isolated vector and every dot-product word cost ``lanes + vector_overhead_cycles``
+        (``models.pe.unit_cycles``), vectors back to back ``max(lanes, vector_overhead_cycles)``
+        (the fetch overlaps the previous vector).
     chain_add_latency : int
         Cycles a PE adds to an add-and-forward chain hop (one vector-unit ADD; ``None`` derives
         ``lanes + vector_overhead_cycles``).
@@ -323,7 +328,8 @@ def step_timing(dims, batch, systems=1, params=None):
     P, Q, L, e, pk = tp.mesh_rows, tp.mesh_cols, tp.lanes, tp.link_words_per_cycle, tp.bf16_per_wavelet
     bp = -(-batch // P)
     bf16_words = math.ceil(bp / pk)
-    vec = L + tp.vector_overhead_cycles                                  # one vector-unit vector
+    vec = max(L, tp.vector_overhead_cycles)                              # a vector, back to back
+    dot = L + tp.vector_overhead_cycles                                  # a dot-product word
     bvec = math.ceil(bp / L)                                             # vectors per batch slice
     pes = P * Q * L
     fill = (tp.memoryx_stream_latency + tp.link_latency + depth * tp.swarmx_bcast_latency
@@ -347,8 +353,9 @@ def step_timing(dims, batch, systems=1, params=None):
         kq = -(-k // Q)
         t_w = max(k / tp.weight_words_per_cycle, kq / e)
         last = i == n_layers - 1
-        rx = kq * bvec + (bp if Q > 1 else 0) + (0 if last else bf16_words)
-        parts = {"weights": t_w, "fmac": rx, "vector": bvec * vec, "chain": bp / e}
+        store = (bp if Q > 1 else 0) + (0 if last else bf16_words)
+        parts = {"weights": t_w, "fmac": kq * bvec, "store": store, "vector": bvec * vec,
+                 "chain": bp / e}
         chain = (Q - 1) * (tp.hop_latency + tp.chain_add_latency) + math.ceil(bp / e)
         if last:
             drain = chain + tp.hop_latency + tp.router_io_latency
@@ -365,14 +372,14 @@ def step_timing(dims, batch, systems=1, params=None):
         m, k = layers[i]
         kq = -(-k // Q)
         t_w = max(k / tp.weight_words_per_cycle, kq / e)
-        rx = (kq * bvec if i > 0 else 0) + bf16_words + (kq if P > 1 else 0)
+        rx = (kq * bvec if i > 0 else 0) + bf16_words
         vector = math.ceil(kq / L) * vec
         if tp.dw_dot_product:
-            vector += kq * bvec * vec
+            vector += kq * bvec * dot
         else:
             rx += bp * math.ceil(kq / L)
-        parts = {"weights": t_w, "fmac": rx, "vector": vector, "dz": bf16_words / e, "column": kq / e,
-                 "gradient": k / tp.grad_words_per_cycle}
+        parts = {"weights": t_w, "fmac": rx, "store": kq if P > 1 else 0, "vector": vector,
+                 "dz": bf16_words / e, "column": kq / e, "gradient": k / tp.grad_words_per_cycle}
         if not tp.prefetch_weights:
             exposed = max(fill, row_cross)
         elif i == n_layers - 1:

@@ -4,8 +4,7 @@ time) joined to a timing model of every PE core (its wavelet engine and vector-u
 documented in ``hdl/pe_core.py``, no numbers) and to the wafer's weight and gradient links.
 
 Used by :mod:`models.pipeline.rtl_schedule` where a closed formula would miss the contention:
-the psum / result words of a row and the weights of a later row share a PE's RAMP port (one
-wavelet per cycle) in the forward pass; the columns' results share the row links to the edge.
+the columns' results share the row links to the edge; stores wait for banks.
 
 PE timing (``hdl/pe_core.py``): ``rx`` always ready; a wavelet received in cycle ``t`` steps the
 matching FMAC/STORE at once; stage 1 writes SRAM in ``t + 1`` (an FMAC row's last wavelet: the
@@ -13,19 +12,21 @@ row, ``dst_base + n*L + 0:L``; STORE word ``j`` of vector ``n`` in ``[lo, hi)``:
 (n-lo)*L + j``) and the unit's ``done`` count rises at the end of ``t + 1``. The store engine
 does the same for a STORE wavelet received on ``rx2`` (the router's RAMP2 channel), except that
 its stage-1 word waits while the wavelet engine's stage 1 writes its bank, and ``rx2`` is not
-ready in the cycles it waits; the unit counts when its last word is written. The vector unit: IDLE
-(picks the lowest ready VEC, issues the read of A) -> READ_B (issues the read of B) -> LATCH -> RUN
-(one element per cycle) -> IDLE, so ``L + 3`` cycles per vector; a DOT's next word: ISSUE (reads
-its row of A) -> READ_B -> LATCH -> RUN. A RUN cycle steps only if ``tx`` is free (``~valid |
-ready``) when it sends and, when it stores (at ``dst_base + (n-lo)*U + (k if DOT else j)``, ``U =
-count`` for DOT else ``L``), only if stage 1 does not write the same bank that cycle (word ``a`` in
-bank ``a mod sram_banks``, one write port each) or the store engine writes it; a stalled cycle
-does nothing. Configuration SRAM
-writes are not modeled: the compiler's phases write SRAM before any descriptor commits. ``tx`` is
-a register (a word loaded in ``t`` is offered from ``t + 1``). Weight links: the SwarmX leaf of
-column ``q`` offers its word ``i`` from cycle ``first + i`` (or the cycle after word ``i - 1`` was
-taken, if later) to the north input of column ``q``; it waits while that input is not ready.
-Gradient links: the north outputs are always ready (the SwarmX reduce inputs).
+ready in the cycles it waits; the unit counts when its last word is written. The vector unit
+(``hdl/pe_vector_unit.py``): the fetch stage FIDLE (picks the lowest ready VEC, unless a DOT
+executes, or it is a DOT and the execute stage is busy) -> FB -> FL (the unit is issued: the
+count advances; the execute stage takes it if it is free at this edge) -> else FULL until it is;
+the execute stage RUN (one element per cycle; after the last one the unit is done and the stage
+is free), a DOT's next word ISSUE -> READ_B -> LATCH -> RUN. A RUN cycle steps only if ``tx`` is
+free (``~valid | ready``) when it sends and, when it stores (at ``dst_base + (n-lo)*U + (k if DOT
+else j)``, ``U = count`` for DOT else ``L``), only if neither stage 1 nor the store engine writes
+the same bank that cycle (word ``a`` in bank ``a mod sram_banks``, one write port each); a stalled
+cycle does nothing. Configuration SRAM writes are not modeled: the compiler's phases write SRAM
+before any descriptor commits. ``tx`` is a register (a word loaded in ``t`` is offered from
+``t + 1``). Weight links: the SwarmX leaf of column ``q`` offers its word ``i`` from cycle
+``first + i`` (or the cycle after word ``i - 1`` was taken, if later) to the north input of
+column ``q``; it waits while that input is not ready. Gradient links: the north outputs are
+always ready (the SwarmX reduce inputs).
 Descriptors that commit during the phase (backward-weight) act from the cycle after their commit
 write.
 """
@@ -56,7 +57,10 @@ class _PeTiming:
         self.s1_inc = None                 # descriptor whose done rises at the end of this cycle
         self.s1_banks = set()              # banks stage 1 writes this cycle
         self.s2 = None                     # the store engine's stage 1: (t, bank or None, unit end)
-        self.state, self.vsel, self.vj, self.vk = "IDLE", None, 0, 0
+        self.fstate, self.f_t = "FIDLE", None       # the vector unit's fetch stage
+        self.f_n = self.f_last = None               # the fetched unit's index, whether it is the last
+        self.estate, self.vsel, self.vj, self.vk = "EIDLE", None, 0, 0   # its execute stage
+        self.e_n = self.e_last = None
         self.tx = None                     # color of the word in the tx register (offered)
 
     def _get(self, t, f):
@@ -84,6 +88,8 @@ class _PeTiming:
         if not (self.active[t] and self._get(t, "op") == Op.VEC):
             return False
         n = self.cnt[t]
+        if n == self._get(t, "reps"):
+            return False
         for en, dep in (("dep_a_en", "dep_a"), ("dep_b_en", "dep_b")):
             if self._get(t, en) and not self.done.get(self._get(t, dep), 0) > n:
                 return False
@@ -163,25 +169,24 @@ class _PeTiming:
                 self.cnt[t] += 1
             else:
                 self.pos[t] += 1
-        # Vector unit.
+        # Vector unit, execute stage (it decides whether it can take a fetched unit).
         tx_free = self.tx is None or tx_taken
         new_tx = None
-        nxt = self.state
-        if self.state == "IDLE":
-            ready = [t for t in sorted(self.d) if self._ready(t)]
-            if ready:
-                self.vsel, self.vk = ready[0], 0
-                nxt = "READ_B"
-        elif self.state == "ISSUE":
-            nxt = "READ_B"
-        elif self.state == "READ_B":
-            nxt = "LATCH"
-        elif self.state == "LATCH":
+        e_idle = self.estate == "EIDLE"
+        e_dot_busy = self.estate in ("ISSUE", "READ_B", "LATCH") or (
+            self.estate == "RUN" and self._get(self.vsel, "vmode") == VecMode.DOT)
+        e_free = e_idle
+        e_next = self.estate
+        if self.estate == "ISSUE":
+            e_next = "READ_B"
+        elif self.estate == "READ_B":
+            e_next = "LATCH"
+        elif self.estate == "LATCH":
             self.vj = 0
-            nxt = "RUN"
-        else:  # RUN
-            t = self.vsel
-            n, lo = self.cnt[t], self._get(t, "lo")
+            e_next = "RUN"
+        elif self.estate == "RUN":
+            t, n = self.vsel, self.e_n
+            lo = self._get(t, "lo")
             dot = self._get(t, "vmode") == VecMode.DOT
             last = self.vj == L - 1
             emit = (not dot) or last
@@ -195,14 +200,41 @@ class _PeTiming:
                 if last:
                     if dot and self.vk + 1 < self._get(t, "count"):
                         self.vk += 1
-                        nxt = "ISSUE"
+                        e_next = "ISSUE"
                     else:
                         unit_done.append(t)
-                        if n + 1 == self._get(t, "reps"):
+                        if self.e_last:
                             run_end.append(t)
-                        nxt = "IDLE"
+                        e_free = True
+                        e_next = "EIDLE"
                 else:
                     self.vj += 1
+        # Vector unit, fetch stage.
+        f_next = self.fstate
+        take = False
+        if self.fstate == "FIDLE":
+            ready = [t for t in sorted(self.d) if self._ready(t)]
+            if ready and not e_dot_busy and (
+                    e_idle or self._get(ready[0], "vmode") != VecMode.DOT):
+                self.f_t = ready[0]
+                f_next = "FB"
+        elif self.fstate == "FB":
+            f_next = "FL"
+        elif self.fstate == "FL":
+            t = self.f_t
+            self.f_n = self.cnt[t]
+            self.f_last = self.f_n + 1 == self._get(t, "reps")
+            issued = t
+            take = e_free
+            f_next = "FIDLE" if take else "FULL"
+        else:  # FULL
+            take = e_free
+            if take:
+                f_next = "FIDLE"
+        if take:
+            self.vsel, self.e_n, self.e_last = self.f_t, self.f_n, self.f_last
+            self.vj = self.vk = 0
+            e_next = "RUN"
         # End of cycle.
         if tx_taken:
             self.tx = None
@@ -212,12 +244,13 @@ class _PeTiming:
             self.done[inc_now] += 1
         if inc2 is not None:
             self.done[inc2] += 1
+        if self.fstate == "FL":
+            self.cnt[issued] += 1
         for t in unit_done:
-            self.cnt[t] += 1
             self.done[t] += 1
         for t in run_end:
             self._run_end(t)
-        self.state = nxt
+        self.fstate, self.estate = f_next, e_next
 
 
 class _Player:

@@ -188,8 +188,9 @@ def test_vec(mode, relu, rnd):
 
 
 def test_vec_cycle_cost():
-    """Without back-pressure a VEC sends vector n's word j at ``t0 + n*(L+3) + j`` and counts
-    exactly the model's VEC cycles."""
+    """Without back-pressure a VEC whose vectors are all ready sends vector n's word j at ``t0 +
+    n*L + j`` (each next vector fetched while one runs) and counts exactly the model's VEC cycles
+    (``L`` per vector)."""
     rng = np.random.default_rng(4)
     cfg, L = DEFAULT, DEFAULT.lanes
     R = 6
@@ -199,10 +200,10 @@ def test_vec_cycle_cost():
                             a_base=3, a_stride=5, count=1, reps=R),
               reads=status_reads(cfg))
     result = run(cfg, prog)
-    unit = prog.model.cycles(5) // R
     t0 = result["tx_cycles"][0]
-    assert result["tx_cycles"] == [t0 + n * unit + j for n in range(R) for j in range(L)]
-    assert prog.model.vec_cycles == R * (L + 3)
+    assert result["tx_cycles"] == [t0 + n * L + j for n in range(R) for j in range(L)]
+    assert prog.model.vec_cycles == R * L
+    assert prog.model.cycles(5) == R * L + 3 == result["tx_cycles"][-1] - t0 + 1 + 3
 
 
 def test_dependency_to_tx_latency():

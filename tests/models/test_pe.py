@@ -91,7 +91,8 @@ def test_dot_equals_backward_weight_partials():
     dw = kernels.backward_weight(dz16, x16, (1, 1))
     assert np.array_equal(mdl.mem[512:512 + M * K].reshape(M, K), dw.view(np.uint32))
     assert [d for _, d in mdl.out] == list(dw.view(np.uint32).ravel())
-    assert mdl.vec_cycles == mdl.cycles(1) == M * K * (L + 3)
+    assert mdl.cycles(1) == M * K * (L + 3)         # DOT words are never overlapped
+    assert mdl.vec_cycles == M * K * L              # VEC_CYCLES: the element cycles
 
 
 def test_mask_round_equals_backward_data():
@@ -275,7 +276,7 @@ def test_vector_range_checked_when_a_vector_is_issued(fields, sent):
     load(mdl, 0, [ONE] * L)
     program(mdl, 2, **{**dict(op=Op.VEC, enable=1, send=1, color=3, count=1, reps=3), **fields})
     assert len(mdl.out) == sent * L and mdl.done[2] == sent
-    assert mdl.vec_cycles == sent * (L + 3)
+    assert mdl.vec_cycles == sent * L
     if fields.get("store"):
         dst, kept = fields["dst_base"], min(sent, 2) * L
         assert list(mdl.mem[dst:dst + kept]) == [ONE] * kept and not mdl.mem[dst + kept:S].any()
@@ -298,7 +299,7 @@ def test_dot_row_past_sram_faults_that_word():
     assert mdl.out == [(3, eight), (3, eight)]
     assert list(mdl.mem[64:67]) == [eight, eight, 0]
     assert_range_stop(mdl, 2)
-    assert mdl.done[2] == 0 and mdl.vec_cycles == 2 * (L + 3)
+    assert mdl.done[2] == 0 and mdl.vec_cycles == 2 * L
 
 
 @pytest.mark.parametrize("fields,sent", [
@@ -310,5 +311,5 @@ def test_dot_range_checked_when_a_vector_is_issued(fields, sent):
     mdl = model()
     program(mdl, 2, **{**dict(op=Op.VEC, vmode=VecMode.DOT, enable=1, send=1, color=3,
                               a_stride=0, count=3, reps=2), **fields})
-    assert len(mdl.out) == sent and mdl.vec_cycles == sent * (L + 3)
+    assert len(mdl.out) == sent and mdl.vec_cycles == sent * L
     assert_range_stop(mdl, 2)

@@ -16,20 +16,21 @@ def _plan(m, k):
 
 def test_one_row_one_weight():
     # Word 0 offered and taken in cycle 3; the RAMP delivers it in 5 (0 links + 2); done rises
-    # at the end of 6; IDLE 7, READ_B 8, LATCH 9, RUN 10..13 load the tx register, words
+    # at the end of 6; FIDLE 7, FB 8, FL 9, RUN 10..13 load the tx register, words
     # transfer 11..14; the last leaves the east edge 14 + 2 = 16.
     last = simulate_phase(_plan(1, 1), streams={0: 1}, weight_color=pe.COLOR_W, first=3,
                           sinks={(0, 0, "E"): 4}, **ONE)
     assert last == 16
 
 
-def test_vector_unit_takes_l_plus_3_cycles_per_vector():
-    # Row 1's weight arrives one cycle later, but the vector unit is busy with row 0 until 13:
-    # IDLE 14, READ_B 15, LATCH 16, RUN 17..20, words 18..21, edge 23. (Row 1's stage-1 write in
-    # 7 is to banks 0..3 of words 8..11; the PASS stores row 0 at 20..23, banks 4..7, in 10..13.)
+def test_vector_unit_fetches_the_next_vector_while_one_runs():
+    # Row 1's weight arrives one cycle later (done at the end of 7); while row 0 runs (10..13) the
+    # fetch stage takes row 1: FIDLE 10, FB 11, FL 12, held until row 0's last element in 13;
+    # RUN 14..17, words 15..18, edge 20: L cycles per vector back to back. (Row 1's stage-1 write
+    # in 7 is to banks 0..3 of words 8..11; the PASS stores row 0 at 20..23, banks 4..7, in 10..13.)
     last = simulate_phase(_plan(2, 1), streams={0: 2}, weight_color=pe.COLOR_W, first=3,
                           sinks={(0, 0, "E"): 8}, **ONE)
-    assert last == 23
+    assert last == 20
 
 
 def test_row_completes_after_count_weights():
@@ -51,7 +52,7 @@ FMAC1 = dict(op=Op.FMAC, enable=1, color=1, a_base=0, count=1, reps=1)
     (dict(FMAC1, dst_base=4), dict(lo=0, hi=1), 9),     # banks 4..7: none
 ])
 def test_vector_store_waits_on_a_same_bank_stage1_write(writer, keep, last):
-    # A PASS VEC without dependencies: IDLE 0, READ_B 1, LATCH 2, RUN 3..6 stores lane j at
+    # A PASS VEC without dependencies: FIDLE 0, FB 1, FL 2, RUN 3..6 stores lane j at
     # 32 + j (bank j of 8) and loads tx; words transfer 4..7, the last leaves the east edge 7 + 2
     # = 9. One wavelet (offered 2, at the RAMP 4) is written by stage 1 in 5, when lane 2 stores:
     # on the same bank, lane 2 waits to 6, lane 3 is 7, words 4, 5, 7, 8, edge 10.
@@ -100,17 +101,17 @@ def _north_sender(reps):
 
 
 def test_gradient_link_takes_the_north_output():
-    # Two PASS vectors north: tx words transfer 4..7 and 11..14 (IDLE 7, READ_B 8, LATCH 9, RUN
-    # 10..13 for the second) and leave the north output of the column 2 cycles later, on the
-    # gradient link (always ready): the last in 16.
-    assert simulate_phase(_north_sender(2), grads={0: 8}, **ONE) == 16
+    # Two PASS vectors north: tx words transfer 4..7 and 8..11 (the second fetched FIDLE 3, FB 4,
+    # FL 5 while the first runs 3..6, then RUN 7..10) and leave the north output of the column 2
+    # cycles later, on the gradient link (always ready): the last in 13.
+    assert simulate_phase(_north_sender(2), grads={0: 8}, **ONE) == 13
 
 
 def test_weight_links_run_in_parallel():
     # 1 x 2 mesh, one weight per column, each on its own link from cycle 3: both RAMPs take their
-    # weight in 5, both rows are done at the end of 6. Column 0's PASS: IDLE 7, READ_B 8, LATCH
+    # weight in 5, both rows are done at the end of 6. Column 0's PASS: FIDLE 7, FB 8, FL
     # 9, RUN 10..13, psum words transfer 11..14, at column 1's RAMP 14..17 (1 link + 2); its
-    # STORE is done at the end of 18; the ADD: IDLE 19 .. RUN 22..25, words 23..26, one link west
+    # STORE is done at the end of 18; the ADD: FIDLE 19 .. RUN 22..25, words 23..26, one link west
     # and out of the west edge 26..29.
     two = pe.forward_kernel(lanes=4, sram_words=4096, rows=1, cols=2, m=1, k=2)
     assert simulate_phase(two, streams={0: 1, 1: 1}, weight_color=pe.COLOR_W, first=3,
