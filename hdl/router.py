@@ -48,8 +48,9 @@ whatever cycles those outputs grant it, and is popped when the last copy has gon
 
 Configuration address map: :mod:`arch.router_map` (route masks at ``route_addr(color, port)``,
 reset value 0 = no route; ``ADDR_ERROR``, ``ADDR_PARAMS``, ``ADDR_RAMP2`` (the colors of the
-RAMP's second channel, reset 0), ``ADDR_VC_BUSY + port``, ``ADDR_OUT_BLOCKED + output``). Writes take effect the next cycle, reads are registered; other
-addresses read 0 and a write to them is an error (``BAD_ADDR``).
+RAMP's second channel, reset 0), ``ADDR_VC_BUSY + port``, ``ADDR_OUT_BLOCKED + output``). Writes
+take effect the next cycle, reads are registered; other addresses read 0 and a write to them is an
+error (``BAD_ADDR``).
 
 Errors (sticky; the first one is kept until cleared; ties in one cycle: lowest port, lowest
 color)

@@ -23,9 +23,9 @@ compiler (``compiler/wafer.py``) and the bench actually run, phase by phase. Two
   (:func:`models.pipeline.wafer_cycles.simulate_phase`: the cycle-exact fabric model stepped one
   cycle at a time + a timing model of each PE's wavelet engine and vector unit + the weight and
   gradient links) on the compiler's plan (descriptors, routes, RAMP2 registers). It adds what
-  the formulas leave out: the columns' results sharing a row's links to the edge, a store engine's word waiting for the bank of an
-  FMAC row write (``rx2`` not ready meanwhile), and vector-unit stores waiting on a stage-1 SRAM
-  write to the same bank (``RtlHardware.sram_banks``).
+  the formulas leave out: the columns' results sharing a row's links to the edge, a store
+  engine's word waiting for the bank of an FMAC row write (``rx2`` not ready meanwhile), and
+  vector-unit stores waiting on a stage-1 SRAM write to the same bank (``RtlHardware.sram_banks``).
   A closed formula for those would have to replay the same arbitration, so the model composes
   the cycle-level parts instead (fast: well under a second for the default step).
 

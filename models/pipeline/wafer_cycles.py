@@ -287,15 +287,15 @@ def simulate_phase(plan, *, rows, cols, lanes, sram_banks, num_colors, vc_depth,
     """Simulate a phase; returns the cycle of the last transfer out of the mesh.
 
     ``plan``: ``{"pes": {(p, q): {"descs": ...}}, "routes": {(p, q): [(color, in, [outs])]},
-    "ramp2": {(p, q): mask}}`` (the layer compiler's plan; ``ramp2`` may be missing); ``sram_banks``: SRAM banks per PE (``Config.sram_banks`` as the
-    PE core is built); ``streams``: ``{q: words}`` the weight link of column ``q`` carries (a
-    :class:`_Player` from ``first`` each, color ``weight_color``); ``sinks``: ``{(p, q, port
-    name): words}`` host-edge outputs (always ready) and the words each must deliver; ``grads``:
-    ``{q: words}`` each column's gradient link (its north output, always ready) must deliver;
-    ``commits``: ``{(p, q): {t: cycle}}`` descriptors that commit during the phase (from that
-    cycle on they are legal, and active if enabled); the others are committed before cycle 0.
-    ``west_in``: ``{p: (color, words)}`` the host plays into the west edge of row p (a
-    :class:`_Player` from ``west_first``).
+    "ramp2": {(p, q): mask}}`` (the layer compiler's plan; ``ramp2`` may be missing);
+    ``sram_banks``: SRAM banks per PE (``Config.sram_banks`` as the PE core is built); ``streams``:
+    ``{q: words}`` the weight link of column ``q`` carries (a :class:`_Player` from ``first`` each,
+    color ``weight_color``); ``sinks``: ``{(p, q, port name): words}`` host-edge outputs (always
+    ready) and the words each must deliver; ``grads``: ``{q: words}`` each column's gradient link
+    (its north output, always ready) must deliver; ``commits``: ``{(p, q): {t: cycle}}`` descriptors
+    that commit during the phase (from that cycle on they are legal, and active if enabled); the
+    others are committed before cycle 0. ``west_in``: ``{p: (color, words)}`` the host plays into
+    the west edge of row p (a :class:`_Player` from ``west_first``).
     """
     fabric = _fabric(rows, cols, num_colors, vc_depth, plan["routes"], plan.get("ramp2"))
     commits = commits or {}
@@ -318,7 +318,8 @@ def simulate_phase(plan, *, rows, cols, lanes, sram_banks, num_colors, vc_depth,
         for (p, q), pe in pes.items():
             if pe.tx is not None:
                 inputs[(p, q, Port.RAMP)] = [(0, pe.tx, 0)]
-        ready = {port: (lambda _t, v=pes[pq].rx2_ready(): v) for port, pq in ramp2_out.items()}
+        rx2_ready = {port: pes[pq].rx2_ready() for port, pq in ramp2_out.items()}
+        ready = {port: (lambda _t, v=v: v) for port, v in rx2_ready.items()}
         accepted, delivered = fabric.run(inputs, ready=ready, max_cycles=1, until_idle=False)
         for player in players:
             player.take(t, accepted)

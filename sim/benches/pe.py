@@ -8,8 +8,9 @@ the model sends; ``tx`` is drained with random back-pressure ``stall_prob``), ``
 addresses read back after the run), ``drain`` (idle cycles allowed after the last word).
 
 Writes ``result.json`` in the run folder: ``tx`` payloads and ``tx_cycles``, ``rx_cycles`` (accept
-cycle of each wavelet), ``rx2_cycles``, ``reads`` (values), ``rx_ready_low`` (cycles ``rx.ready`` was
-low while a wavelet was offered), ``rx2_ready_low`` (the same for ``rx2``) and ``fault`` (the port). The pytest side compares all of it with the model.
+cycle of each wavelet), ``rx2_cycles``, ``reads`` (values), ``rx_ready_low`` (cycles ``rx.ready``
+was low while a wavelet was offered), ``rx2_ready_low`` (the same for ``rx2``) and ``fault`` (the
+port). The pytest side compares all of it with the model.
 """
 
 import json

@@ -23,8 +23,9 @@ def _routes(flows, colors=CFG.num_colors, rows=4, cols=4):
 def test_random_traffic_two_phases(tmp_path):
     """>= 100,000 wavelets of random multi-color traffic (unicast and multicast routes, random
     injection rates, random back-pressure on every edge and RAMP output) in two phases with the
-    routes rewritten in between (and colors moved to the RAMPs' second channels); nothing lost or duplicated, order per (source, color), every
-    multicast copy delivered, every accept and departure cycle equal to the model's."""
+    routes rewritten in between (and colors moved to the RAMPs' second channels); nothing lost or
+    duplicated, order per (source, color), every multicast copy delivered, every accept and
+    departure cycle equal to the model's."""
     rng = random.Random(2024)
     sc = Scenario(TOP, CFG, 4, 4, 40000)
     total = 0
