@@ -289,6 +289,29 @@ def test_store_engine_takes_store_only():
     run(cfg, prog)
 
 
+def test_store_engine_chains_and_range():
+    """On ``rx2``: a STORE's last unit chains into the next STORE on the same color (its words go to
+    the new destination), ``done`` counts the units; a STORE running past SRAM faults ``RANGE``
+    naming it, the word is dropped and it stops. As the model."""
+    rng = np.random.default_rng(12)
+    cfg, S = TINY, TINY.sram_words
+    fault = status(cfg, "FAULT")
+    prog = Program(cfg)
+    prog.step(writes=desc_writes(cfg, 1, op=Op.STORE, color=1, dst_base=200, reps=2, lo=0, hi=2)
+              + desc_writes(cfg, 0, op=Op.STORE, enable=1, color=1, dst_base=100, reps=2, lo=0, hi=2,
+                            chain=1, next=1),
+              wavelets2=[(1, w) for w in fp32_words(rng, 8)],
+              reads=list(range(100, 104)) + list(range(200, 204)) + [done_addr(cfg, 1), fault])
+    assert prog.expected_reads[-1][-2:] == [2, 0]
+    prog.step(writes=desc_writes(cfg, 2, op=Op.STORE, enable=1, color=2, dst_base=S - 3, reps=2,
+                                 lo=0, hi=2),
+              wavelets2=[(2, w) for w in fp32_words(rng, 4)],
+              reads=list(range(S - 3, S)) + [done_addr(cfg, 2), fault])
+    assert FAULT_STATUS.unpack(prog.expected_reads[-1][-1]) == {"flag": 1, "code": Fault.RANGE,
+                                                                "index": 2}
+    run(cfg, prog, gap_prob=0.3)
+
+
 def test_fmac_utilization_at_line_rate():
     """Weights at one wavelet per cycle: rx never stalls, every lane does one FMAC per cycle
     (measured FMAC_CYCLES = the model's count = weights), rows back to back."""
