@@ -80,8 +80,8 @@ upper half of its word with a zero lower half (``arch.pe_map.pack_pair``); ``a +
 of SRAM is not written), ``STOP`` (W: any write stops every descriptor, as a write to each would;
 reads 0); ``done_addr(S, T, t)`` ``done[t]``. Configuration writes to SRAM have
 priority over the vector unit's stores (it waits a cycle); configuration reads and writes of SRAM
-must not race the wavelet engine (access SRAM while no wavelets flow: an FMAC wavelet takes the
-read port, a wavelet-engine write wins the bank).
+must not race the wavelet or store engine (access SRAM while no wavelets flow: an FMAC wavelet
+takes the read port, an engine's write wins the bank).
 """
 
 from amaranth import Module, Mux, Signal
