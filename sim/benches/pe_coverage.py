@@ -2,7 +2,9 @@
 
 Bins (``pe_coverage()``):
 
-* operation: ``FMAC``, ``STORE``, ``VEC PASS``, ``VEC ADD``, ``VEC MASK``, ``VEC DOT``;
+* operation: ``FMAC``, ``STORE``, ``STORE rx2`` (a STORE whose wavelets come on ``rx2``, the store
+  engine; its commit checks are binned as ``STORE``), ``VEC PASS``, ``VEC ADD``, ``VEC MASK``,
+  ``VEC DOT``;
 * fault: ``none`` (a run of the descriptor finished all ``reps`` units) or the code of the fault
   the descriptor raised (``arch.pe_map.Fault``): the commit checks ``COUNT``, ``COLOR``, ``INDEX``,
   ``NO_ACTION`` and the run-time ``UNBOUND``, ``DUP_COLOR``, ``ACC_CONFLICT``, ``RANGE``. Only a
@@ -35,7 +37,8 @@ __all__ = ["OPS", "FAULTS", "CHAINING", "COMMIT_FAULTS", "WAVELET_FAULTS", "RUN_
            "unreachable_reason", "pe_coverage", "CoveredPeModel", "directed_programs", "random_programs", "fill",
            "coverage_table"]
 
-OPS = ("FMAC", "STORE", "VEC PASS", "VEC ADD", "VEC MASK", "VEC DOT")
+OPS = ("FMAC", "STORE", "STORE rx2", "VEC PASS", "VEC ADD", "VEC MASK", "VEC DOT")
+WAVELET_OPS = ("FMAC", "STORE", "STORE rx2")
 COMMIT_FAULTS = ("COUNT", "COLOR", "INDEX", "NO_ACTION")
 WAVELET_FAULTS = ("UNBOUND", "DUP_COLOR", "ACC_CONFLICT")
 RUN_FAULTS = WAVELET_FAULTS + ("RANGE",)
@@ -55,6 +58,8 @@ def unreachable_reason(b):
     """Why bin ``b`` cannot occur, or None when it can."""
     op, fault, chaining = b["op"], b["fault"], b["chaining"]
     vec = op.startswith("VEC")
+    if fault in COMMIT_FAULTS and op == "STORE rx2":
+        return "commit checks do not depend on the input the wavelets will come on (binned as STORE)"
     if fault in COMMIT_FAULTS and chaining == "chained-into":
         return ("commit checks run when word 0 is written, which stops the descriptor; a chain starts only "
                 "a descriptor whose commit passed")
@@ -64,7 +69,7 @@ def unreachable_reason(b):
         return "FMAC and STORE have no dependencies: their only INDEX check is on next, with chain set"
     if fault in WAVELET_FAULTS and vec:
         return "these faults come from the wavelet engine; VEC is counter-triggered and listens on no color"
-    if fault == "ACC_CONFLICT" and op == "STORE":
+    if fault == "ACC_CONFLICT" and op.startswith("STORE"):
         return "only an FMAC wavelet uses the accumulator"
     return None
 
@@ -86,6 +91,18 @@ class CoveredPeModel(PeModel):
         self.bins = []
         self.unattributed = 0
         self._chaining = False
+        self._rx2 = False                 # the wavelet being processed came on rx2
+
+    def _op(self, t):
+        name = op_name(self.desc[t])
+        return "STORE rx2" if name == "STORE" and self._rx2 else name
+
+    def _wavelet(self, color, data, ops):
+        self._rx2 = Op.FMAC not in ops
+        try:
+            super()._wavelet(color, data, ops)
+        finally:
+            self._rx2 = False
 
     def _chain_class(self, t):
         if self.started[t] == "chain":
@@ -104,7 +121,7 @@ class CoveredPeModel(PeModel):
         super()._activate(t)
 
     def _complete(self, t):
-        self.bins.append({"op": op_name(self.desc[t]), "fault": "none", "chaining": self._chain_class(t)})
+        self.bins.append({"op": self._op(t), "fault": "none", "chaining": self._chain_class(t)})
         self._chaining = True
         try:
             super()._complete(t)
@@ -120,13 +137,14 @@ class CoveredPeModel(PeModel):
             else:
                 t = index
                 if code == "UNBOUND":
+                    ops = (Op.STORE,) if self._rx2 else (Op.FMAC, Op.STORE)
                     bound = [u for u in range(self.T) if self.legal[u] and not self.active[u]
-                             and self.desc[u]["op"] in (Op.FMAC, Op.STORE) and self.desc[u]["color"] == index]
+                             and self.desc[u]["op"] in ops and self.desc[u]["color"] == index]
                     t = bound[0] if bound else None
                 if t is None:
                     self.unattributed += 1
                 else:
-                    self.bins.append({"op": op_name(self.desc[t]), "fault": code, "chaining": self._chain_class(t)})
+                    self.bins.append({"op": self._op(t), "fault": code, "chaining": self._chain_class(t)})
         super()._raise(code, index)
 
 
@@ -190,7 +208,7 @@ class _Builder:
         if op == "FMAC":
             return dict(op=Op.FMAC, enable=1, color=color, a_base=self.n(0, 5), a_stride=L, count=self.n(2, 4),
                         reps=reps, dst_base=dst)
-        if op == "STORE":
+        if op.startswith("STORE"):
             return dict(op=Op.STORE, enable=1, color=color, reps=reps, lo=0, hi=reps, dst_base=dst)
         mode = VecMode[op.split()[1]]
         dot = mode == VecMode.DOT
@@ -204,8 +222,10 @@ class _Builder:
         per = f["count"] if f["op"] == Op.FMAC else self.L
         return [(color, w) for w in _rand_words(self.rng, per * f["reps"])]
 
-    def step(self, writes=(), wavelets=(), results=False):
-        self.prog.step(writes=writes, wavelets=wavelets, reads=self.reads(results))
+    def step(self, writes=(), wavelets=(), results=False, op=None):
+        """A program step; the wavelets go on ``rx2`` when ``op`` is ``STORE rx2``."""
+        key = "wavelets2" if op == "STORE rx2" else "wavelets"
+        self.prog.step(writes=writes, reads=self.reads(results), **{key: wavelets})
 
     def chain_head(self, nxt, color):
         """Writes of STORE t3 (one vector on ``color``, ``chain`` into ``nxt``) and that vector."""
@@ -220,13 +240,13 @@ class _Builder:
         f0, f1, f2 = (self.fields(op, c[i], dst=128 + 3 * i * self.L) for i in range(3))   # <= 3 rows each
         f1.update(chain=1, next=2)
         f2.update(enable=0)
-        if op in ("FMAC", "STORE"):
+        if op in WAVELET_OPS:
             self.step(self.reset(sram=True) + self.desc(2, **f2) + self.desc(0, **f0) + self.desc(1, **f1))
             order = [self.units(f0, c[0]), self.units(f1, c[1]), self.units(f2, c[2])]
             if self.randomize:
                 order[0], order[1] = order[1], order[0]
             for wav in order:
-                self.step(wavelets=wav, results=True)
+                self.step(wavelets=wav, results=True, op=op)
         else:
             for f in (f0, f1, f2):
                 f["store"] = 0
@@ -258,7 +278,7 @@ class _Builder:
         c = self.colors(3)
         for chaining in CHAINING:
             f = self.fields(op, c[0])
-            f["dst_base" if op == "STORE" else "a_base"] = self.S - 1
+            f["dst_base" if op.startswith("STORE") else "a_base"] = self.S - 1
             writes = self.reset(sram=op.startswith("VEC"))
             if chaining == "chains-out":
                 f.update(chain=1, next=1)
@@ -269,8 +289,8 @@ class _Builder:
             self.step(writes + self.desc(0, **f))
             if chaining == "chained-into":
                 self.step(wavelets=start)
-            if op in ("FMAC", "STORE"):
-                self.step(wavelets=self.units(f, c[0]))
+            if op in WAVELET_OPS:
+                self.step(wavelets=self.units(f, c[0]), op=op)
 
     def unbound(self, op):
         """A wavelet after a standalone run ended, after a chain head's run ended (chains out) and
@@ -281,12 +301,12 @@ class _Builder:
         f1 = self.fields(op, c[1], dst=160)
         f1.update(enable=0)
         g = self.fields(op, c[0])
-        self.step(self.reset() + self.desc(0, **g), self.units(g, c[0]))
-        self.step(wavelets=[(c[0], 0x3F800000)])                       # standalone
-        self.step(self.reset() + self.desc(1, **f1) + self.desc(0, **f0), self.units(f0, c[0]))
-        self.step(wavelets=[(c[0], 0x3F800000)])                       # chains-out
-        self.step([[self.fault_addr, 0]], self.units(f1, c[1]))
-        self.step(wavelets=[(c[1], 0x3F800000)])                       # chained-into
+        self.step(self.reset() + self.desc(0, **g), self.units(g, c[0]), op=op)
+        self.step(wavelets=[(c[0], 0x3F800000)], op=op)                # standalone
+        self.step(self.reset() + self.desc(1, **f1) + self.desc(0, **f0), self.units(f0, c[0]), op=op)
+        self.step(wavelets=[(c[0], 0x3F800000)], op=op)                # chains-out
+        self.step([[self.fault_addr, 0]], self.units(f1, c[1]), op=op)
+        self.step(wavelets=[(c[1], 0x3F800000)], op=op)                # chained-into
 
     def dup_color(self, op):
         c = self.colors(2)
@@ -295,13 +315,13 @@ class _Builder:
             if chaining == "chains-out":
                 f0.update(chain=1, next=2)
             self.step(self.reset() + self.desc(0, **f0) + self.desc(1, **f1))
-            self.step(wavelets=[(c[0], 0x3F800000)])
+            self.step(wavelets=[(c[0], 0x3F800000)], op=op)
         # chained-into: STORE t3 (color c1) chains into t0, which shares its color with active t1
         f0, f1 = self.fields(op, c[0]), self.fields(op, c[0], dst=160)
         f0["enable"] = 0
         head, start = self.chain_head(0, c[1])
         self.step(self.reset() + self.desc(0, **f0) + self.desc(1, **f1) + head, start)
-        self.step(wavelets=[(c[0], 0x3F800000)])
+        self.step(wavelets=[(c[0], 0x3F800000)], op=op)
 
     def acc_conflict(self):
         """FMAC t0 holds half a row when a wavelet of FMAC t1 arrives (t1 standalone, chains out,
@@ -337,7 +357,7 @@ def _scenarios(b, part):
                     if unreachable_reason({"op": op, "fault": fault, "chaining": chaining}) is None:
                         b.commit_fault(op, fault, chaining)
     else:
-        for op in ("FMAC", "STORE"):
+        for op in WAVELET_OPS:
             b.unbound(op)
             b.dup_color(op)
         b.acc_conflict()

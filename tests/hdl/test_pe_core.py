@@ -491,7 +491,7 @@ def test_pe_coverage_bins():
     cov = pe_coverage()
     cov.hit_many(prog.model.bins)
     r = cov.report()
-    assert (r["bins"], r["reachable"], r["hit"]) == (6 * 9 * 3, 93, 5)
+    assert (r["bins"], r["reachable"], r["hit"]) == (7 * 9 * 3, 105, 5)
     assert unreachable_reason({"op": "STORE", "fault": "ACC_CONFLICT", "chaining": "standalone"})
     cov.hit(op="VEC ADD", fault="UNBOUND", chaining="standalone")
     with pytest.raises(AssertionError, match="unreachable were hit"):
@@ -502,7 +502,7 @@ def test_pe_coverage_bins():
 def test_pe_coverage_directed_programs_fill_every_reachable_bin():
     from sim.benches.pe_coverage import directed_programs, fill, pe_coverage
     r = fill(pe_coverage(), [p for _, p in directed_programs(TINY)]).report()
-    assert r["empty_reachable"] == [] and r["hit"] == r["reachable"] == 93
+    assert r["empty_reachable"] == [] and r["hit"] == r["reachable"] == 105
 
 
 @pytest.mark.parametrize("part", range(3))
