@@ -348,9 +348,9 @@ def compile_backward_weight(cfg, *, m, k, batch, x16=None, dz16=None):
         loads = _bw_lane_loads(pes, L, k=k, batch=batch, x16=x16)
     else:
         loads = _sram_loads(pes, L, m=m, k=k, batch=batch, x16=x16, dz16=dz16)
-    adapters = [("G_COUNT", [words[q] for q in range(Q)])]
-    phase = _assemble(cfg, "backward-weight", plan, loads, adapters, "grads",
-                      [words[q] for q in range(Q)], max(i["sram"] for i in pes.values()))
+    link_words = [words[q] for q in range(Q)]
+    phase = _assemble(cfg, "backward-weight", plan, loads, [("G_COUNT", link_words)], "grads",
+                      link_words, max(i["sram"] for i in pes.values()))
     if lanes and dz16 is not None:
         phase.west_in = backward_weight_west_in(cfg, m=m, k=k, batch=batch, dz16=dz16)
     return phase

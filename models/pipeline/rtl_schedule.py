@@ -85,6 +85,14 @@ class RtlHardware:
         if self.sram_banks & (self.sram_banks - 1):
             raise ValueError(f"RtlHardware.sram_banks must be a power of two, got {self.sram_banks}")
 
+    @classmethod
+    def from_config(cls, cfg):
+        """The RTL system built from ``cfg`` (an ``hdl.config.Config``; ``System(cfg)`` as the
+        system simulation builds it)."""
+        return cls(mesh_rows=cfg.mesh_rows, mesh_cols=cfg.mesh_cols, lanes=cfg.lanes,
+                   systems=cfg.swarmx_leaves, swarmx_adder_latency=cfg.fp_latency,
+                   num_colors=cfg.num_colors, vc_depth=cfg.vc_depth, sram_banks=cfg.sram_banks)
+
     @property
     def swarmx(self):
         return SwarmxTiming(self.systems, self.swarmx_adder_latency)

@@ -224,7 +224,6 @@ class _PeTiming:
             t = self.f_t
             self.f_n = self.cnt[t]
             self.f_last = self.f_n + 1 == self._get(t, "reps")
-            issued = t
             take = e_free
             f_next = "FIDLE" if take else "FULL"
         else:  # FULL
@@ -244,8 +243,8 @@ class _PeTiming:
             self.done[inc_now] += 1
         if inc2 is not None:
             self.done[inc2] += 1
-        if self.fstate == "FL":
-            self.cnt[issued] += 1
+        if self.fstate == "FL":            # the fetched unit is issued
+            self.cnt[self.f_t] += 1
         for t in unit_done:
             self.done[t] += 1
         for t in run_end:

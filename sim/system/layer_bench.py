@@ -67,14 +67,6 @@ def row_block(cfg, kind, m, k, batch):
     raise WaferCompileError(f"{kind} of a {m}x{k} layer fits the wafer in no block of rows")
 
 
-def _hardware(cfg):
-    L = cfg.lanes
-    return RtlHardware(mesh_rows=cfg.mesh_rows, mesh_cols=cfg.mesh_cols, lanes=L,
-                       systems=cfg.swarmx_leaves, swarmx_adder_latency=cfg.fp_latency,
-                       num_colors=cfg.num_colors, vc_depth=cfg.vc_depth,
-                       sram_banks=max(cfg.sram_banks, 1 << (L - 1).bit_length()))
-
-
 def _request(cfg, what, phase, streams=(), **counts):
     """Every wafer runs the same compiled phase."""
     return PhaseRequest.of(what, [phase] * cfg.swarmx_leaves, streams, **counts)
@@ -148,7 +140,7 @@ def run_layer(cfg, m, k, *, work, simulator=None, seed=0, log=None):
               "edge_depth": max(m, k) * L,
               "west_in_depth": max([len(ph.west_in[0]) for _, _, ph, _, _ in phases if ph.west_in] + [1])}
     runner = PhaseRunner(cfg, depths, work, simulator=simulator, log=log).build()
-    hw = _hardware(cfg)
+    hw = RtlHardware.from_config(cfg)
     lanes = phases[-1][2].plan["dw"] == "lanes"
     formulas = {"forward": forward_run_cycles(blocks["forward"], k, hw),
                 "backward-data": backward_data_run_cycles(m, k, hw),

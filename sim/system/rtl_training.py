@@ -28,8 +28,8 @@ Each training step, for every phase (compiled by :mod:`compiler.wafer`):
    against the timing model of this schedule (``models.pipeline.rtl_schedule`` on the compiler's
    configuration-word counts and plans): equal with ``stall = 0``; with stalls the configuration
    still equal and the run at least the contention-free formula (a lower bound under any stalls;
-   the exact model is not one: stalls can reorder the arbitration of a PE's RAMP port between the
-   host's dZ and the chain's partial sums so that backward-weight ends earlier). Each weight link
+   the exact model is not one: stalls can reorder the arbitration of a router output or the
+   vector unit's picks so that a phase ends earlier). Each weight link
    takes at least its ``M*|K_q|`` cycles. The pipelined architecture model
    (``models.pipeline.timing``) is kept in the results for reference.
 """
@@ -133,17 +133,10 @@ def training(run, cfg: Config, data, *, log=print):
                                  grad_words_per_cycle=cfg.mesh_cols,
                                  memoryx_optimizer=run.optimizer)
     model_step = step_timing(dims, B, n, timing_params)
-    # SRAM banks as the tops build the PE core (hdl/tops.py: at least the power of two >= lanes).
-    hw = RtlHardware(mesh_rows=P, mesh_cols=cfg.mesh_cols, lanes=L, systems=n,
-                     swarmx_adder_latency=cfg.fp_latency, num_colors=cfg.num_colors,
-                     vc_depth=cfg.vc_depth, sram_banks=max(cfg.sram_banks, 1 << (L - 1).bit_length()))
+    hw = RtlHardware.from_config(cfg)
     history, wall, sim_cycles = [], time.perf_counter(), 0
     pe_lanes = cfg.mesh_rows * cfg.mesh_cols * L         # FMAC lanes of one wafer
     schedules = {}      # the timing model per configuration-word counts (the same every step)
-
-    def phase(progs, streams, *, what, **counts):
-        result = yield PhaseRequest.of(what, progs, streams, **counts)
-        return result
 
     for step in range(run.steps):
         idx = order[step * golden.global_batch:(step + 1) * golden.global_batch]
@@ -158,8 +151,8 @@ def training(run, cfg: Config, data, *, log=print):
             progs = [compile_forward(cfg, m=m, k=k, batch=B, x16=acts[i][l], last=last)
                      for i in range(n)]
             counts = {"east" if last else "west": m * L}
-            res = yield from phase(progs, weight_streams(cfg, w16[l]), what=f"forward layer {l}",
-                                   **counts)
+            res = yield PhaseRequest.of(f"forward layer {l}", progs, weight_streams(cfg, w16[l]),
+                                        **counts)
             phases.append(("forward", l, res, (len(progs[0].writes), progs[0].plan)))
             for i in range(n):
                 words = res.east_words[i] if last else res.west_words[i]
@@ -186,15 +179,15 @@ def training(run, cfg: Config, data, *, log=print):
             if l > 0:
                 progs = [compile_backward_data(cfg, m=m, k=k, batch=B, x16=acts[i][l],
                                                dz16=dz[i]) for i in range(n)]
-                res = yield from phase(progs, weight_streams(cfg, w16[l], transposed=True),
-                                       west=k * L, what=f"backward-data layer {l}")
+                res = yield PhaseRequest.of(f"backward-data layer {l}", progs,
+                                            weight_streams(cfg, w16[l], transposed=True), west=k * L)
                 phases.append(("backward-data", l, res, (len(progs[0].writes), progs[0].plan)))
                 dz_prev = [np.concatenate([split_dx(cfg, w, k) for w in res.west_words[i]], axis=1)
                            for i in range(n)]
             progs = [compile_backward_weight(cfg, m=m, k=k, batch=B, x16=acts[i][l], dz16=dz[i])
                      for i in range(n)]
-            res = yield from phase(progs, [], roots=progs[0].link_words,
-                                   what=f"backward-weight layer {l}")
+            res = yield PhaseRequest.of(f"backward-weight layer {l}", progs,
+                                        roots=progs[0].link_words)
             phases.append(("backward-weight", l, res, (len(progs[0].writes), progs[0].plan)))
             try:
                 grads[l] = f32(join_gradients(cfg, res.root_words, m=m, k=k))
