@@ -9,10 +9,14 @@ for byte (``tests/sim/kit/test_testbench.py``). Python only writes inputs and re
     tb = Testbench([design_v, tb_v], "system_tb", simulator="verilator")
     run = tb.run(["+data=/tmp/phase"], cwd=...)   # TbRun(stdout, cpu_seconds)
 
+A testbench that reads commands on its standard input runs as one process for many requests:
+``with tb.session(plusargs) as s: s.send(line); s.read_until("status")`` (:class:`TbSession`).
+
 ``simulator=None`` picks :func:`default_simulator`: Verilator when it is installed, else Icarus.
 """
 
 import hashlib
+import os
 import resource
 import shutil
 import subprocess
@@ -23,7 +27,7 @@ from pathlib import Path
 from sim.kit.runner import ROOT, locked, require_iverilog
 from sim.kit.verilator import build_binary, verilator_available
 
-__all__ = ["SIMULATORS", "Testbench", "TbRun", "default_simulator", "available_simulators"]
+__all__ = ["SIMULATORS", "Testbench", "TbRun", "TbSession", "default_simulator", "available_simulators"]
 
 SIMULATORS = ("verilator", "icarus")
 ICARUS_BUILD = ROOT / "build" / "icarus"
@@ -112,3 +116,66 @@ class Testbench:
             raise RuntimeError(f"{self.simulator} run of {self.top} failed ({out.returncode}): "
                                f"{' '.join(cmd)}\n{(out.stdout + out.stderr)[-3000:]}")
         return TbRun(out.stdout, cpu, wall)
+
+    def session(self, plusargs=(), *, cwd=None):
+        """Start the testbench as a process that keeps running between requests
+        (:class:`TbSession`)."""
+        return TbSession(self.build() + [str(p) for p in plusargs], cwd, self.simulator, self.top)
+
+
+class TbSession:
+    """A running testbench process fed lines on its standard input: :meth:`send` a line,
+    :meth:`read_until` the output line that starts with a prefix, :meth:`close` (or leave the
+    ``with`` block) to end it; ``cpu_seconds`` (user + system CPU of the process) is known after
+    :meth:`close`. A process that ends early raises ``RuntimeError`` with its output."""
+
+    def __init__(self, cmd, cwd, simulator, top):
+        self.cmd, self.what = cmd, f"{simulator} run of {top}"
+        self.proc = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True, bufsize=1)
+        self.output, self.cpu_seconds, self.wall = [], None, time.perf_counter()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def send(self, line):
+        try:
+            self.proc.stdin.write(line)
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            self._failed("ended before a command")
+
+    def read_until(self, prefix):
+        """The first output line starting with ``prefix`` (earlier lines are kept in ``output``)."""
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                self._failed(f"ended without a line starting with {prefix!r}")
+            if line.startswith(prefix):
+                return line.rstrip("\n")
+            self.output.append(line)
+
+    def close(self, end_line=None):
+        """Send ``end_line`` (if given), close the input and wait for the process; returns its
+        :class:`TbRun`."""
+        if self.cpu_seconds is None:
+            try:
+                if end_line:
+                    self.proc.stdin.write(end_line)
+                self.proc.stdin.close()
+            except BrokenPipeError:
+                pass
+            self.output.append(self.proc.stdout.read())
+            _, status, usage = os.wait4(self.proc.pid, 0)
+            self.proc.returncode = os.waitstatus_to_exitcode(status)
+            self.proc.stdout.close()
+            self.cpu_seconds = usage.ru_utime + usage.ru_stime
+        return TbRun("".join(self.output), self.cpu_seconds, time.perf_counter() - self.wall)
+
+    def _failed(self, what):
+        run = self.close()
+        raise RuntimeError(f"{self.what} {what} (exit {self.proc.returncode}): {' '.join(self.cmd)}\n"
+                           f"{run.stdout[-3000:]}")

@@ -145,8 +145,9 @@ def summary_rtl(run, results, wall):
           f"timeline.png")
     speed = f"{results['cycles_per_second']:,.0f} cycles/s with the host"
     if "cycles_per_cpu_second" in results:
-        speed += (f", {results['cycles_per_cpu_second']:,.0f} cycles/CPU-s in the simulator "
-                  f"({results['simulator_runs']} runs, one per phase)")
+        speed += f", {results['cycles_per_cpu_second']:,.0f} cycles/CPU-s in the simulator"
+    if "simulator_phases" in results:
+        speed += f" ({results['simulator_phases']} phases in one process)"
     print(f"  simulation       {results['simulated_cycles']} RTL cycles, {speed}; wall {wall:.1f} s")
     print(f"  outputs          {Path(run.out_dir) / 'results.json'}, loss.png, timeline.png, "
           f"weights.safetensors")

@@ -146,23 +146,24 @@ def run_layer(cfg, m, k, *, work, simulator=None, seed=0, log=None):
                 "backward-data": backward_data_run_cycles(m, k, hw),
                 "backward-weight": backward_weight_run_cycles(blocks["backward-weight"], k, hw, lanes=lanes)}
     totals = {}
-    for kind, rows, phase, request, check in phases:
-        res = runner(request)
-        check(res)
-        model_config = config_cycles(len(phase.writes))
-        model_run = simulated_run_cycles(kind, phase.plan, rows, k, hw, writes=len(phase.writes))
-        where = f"{request.what} ({m}x{k} on {P}x{Q})"
-        assert (res.cfg_cycles, res.run_cycles) == (model_config, model_run), \
-            f"{where}: RTL {res.cfg_cycles} + {res.run_cycles} cycles, model {model_config} + {model_run}"
-        t = totals.setdefault(kind, {"phase": kind, "runs": 0, "config_cycles": 0, "run_cycles": 0,
-                                     "run_formula": 0, "fmacs": 0})
-        t["runs"] += 1
-        t["config_cycles"] += res.cfg_cycles
-        t["run_cycles"] += res.run_cycles
-        t["run_formula"] += formulas[kind]
-        t["fmacs"] += rows * k * batch
-        if log:
-            log(f"{where}: {res.cfg_cycles} + {res.run_cycles} cycles, RTL == model, bit-exact")
+    with runner:
+        for kind, rows, phase, request, check in phases:
+            res = runner(request)
+            check(res)
+            model_config = config_cycles(len(phase.writes))
+            model_run = simulated_run_cycles(kind, phase.plan, rows, k, hw, writes=len(phase.writes))
+            where = f"{request.what} ({m}x{k} on {P}x{Q})"
+            assert (res.cfg_cycles, res.run_cycles) == (model_config, model_run), \
+                f"{where}: RTL {res.cfg_cycles} + {res.run_cycles} cycles, model {model_config} + {model_run}"
+            t = totals.setdefault(kind, {"phase": kind, "runs": 0, "config_cycles": 0, "run_cycles": 0,
+                                         "run_formula": 0, "fmacs": 0})
+            t["runs"] += 1
+            t["config_cycles"] += res.cfg_cycles
+            t["run_cycles"] += res.run_cycles
+            t["run_formula"] += formulas[kind]
+            t["fmacs"] += rows * k * batch
+            if log:
+                log(f"{where}: {res.cfg_cycles} + {res.run_cycles} cycles, RTL == model, bit-exact")
     records = []
     for t in totals.values():
         t["lane_utilization"] = t["fmacs"] / (P * Q * L * t["run_cycles"])

@@ -1,12 +1,12 @@
-"""The RTL-wafer system run on a plain-Verilog testbench, one simulator process per phase
+"""The RTL-wafer system run on a plain-Verilog testbench, one simulator process for the whole run
 (``make sim``'s default; docs/system_simulation.md#simulators).
 
-No RTL state carries from one phase of a step to the next (every phase reloads routes, SRAM
-inputs, descriptors and adapters), so each phase runs from reset in its own process of
-``system_tb`` (``sim/harness/system_tb.py``): the host (this module, Python, between phases)
-writes the configuration and weight words as hex files, runs the testbench under Verilator (a
-binary cached per configuration, ``sim/kit/verilator.py``) or Icarus, and reads the recorders'
-dumps and the harness's registered status. The training loop and every check are
+The wafers are reset once and keep their state (routes, descriptors, SRAM) from one phase to the
+next, as under cocotb. For every phase the host (this module, Python, between phases) writes the
+configuration and weight words as hex files and sends ``system_tb`` (``sim/harness/system_tb.py``,
+under Verilator, a binary cached per configuration (``sim/kit/verilator.py``), or Icarus) one
+command line; the testbench runs the phase and answers with its status line, after dumping the
+recorders. The training loop and every check are
 :func:`sim.system.rtl_training.training`'s, the same as under cocotb.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from arch.config_bus import ADDR_BITS, WORD_BITS
-from sim.harness.system_tb import STATUS_FIELDS, TB_TOP
+from sim.harness.system_tb import END_COMMAND, STATUS_FIELDS, STATUS_PREFIX, TB_TOP, phase_command
 from sim.kit.testbench import Testbench
 from sim.system.config import DATA_FILE
 from sim.system.rtl import harness_depths, rtl_config
@@ -26,7 +26,7 @@ from sim.system.rtl_training import PhaseResult, training
 
 __all__ = ["PhaseRunner", "run_rtl_host", "write_hex", "read_hex"]
 
-_RESET_AND_START = 8          # cycles around a phase besides its budget (reset, start pulse)
+_START = 4          # cycles of a phase besides its budget (the start pulse)
 
 
 def write_hex(path, words):
@@ -53,10 +53,13 @@ def cfg_words(writes):
 
 
 class PhaseRunner:
-    """Runs :class:`~sim.system.rtl_training.PhaseRequest`s on ``system_tb`` for hardware
-    ``cfg`` with harness memory ``depths`` (``sim.system.rtl.harness_depths``) in folder ``work``
-    (inputs and outputs of the last phase stay there). Keeps the simulator's totals: ``cycles``
-    (clock cycles simulated, reset included), ``cpu_seconds``, ``runs``."""
+    """Runs :class:`~sim.system.rtl_training.PhaseRequest`s, one after the other, on one
+    ``system_tb`` process for hardware ``cfg`` with harness memory ``depths``
+    (``sim.system.rtl.harness_depths``) in folder ``work`` (inputs and outputs of the last phase
+    stay there); the wafers' state carries from one phase to the next. A context manager: the
+    process starts with the first phase and ends on :meth:`close`. Keeps the simulator's totals:
+    ``cycles`` (clock cycles simulated), ``runs`` (phases), ``cpu_seconds`` (the process's CPU,
+    known after :meth:`close`)."""
 
     def __init__(self, cfg, depths, work, *, stall=0, simulator=None, log=None):
         self.cfg, self.stall = cfg, stall
@@ -65,20 +68,28 @@ class PhaseRunner:
         self.tb = Testbench(system_sources(cfg, depths, log=log), TB_TOP, simulator=simulator, log=log)
         self.simulator = self.tb.simulator
         self.cycles, self.cpu_seconds, self.runs = 0, 0.0, 0
+        self._session = None
 
     def build(self):
         self.tb.build()
         return self
 
-    def status(self):
-        values = (self.work / "status.txt").read_text().split()
-        return dict(zip(STATUS_FIELDS, map(int, values), strict=True))
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        """End the testbench process (if it runs) and add its CPU time to ``cpu_seconds``."""
+        if self._session is not None:
+            session, self._session = self._session, None
+            self.cpu_seconds += session.close(END_COMMAND).cpu_seconds
 
     def __call__(self, req):
         n, P = self.cfg.swarmx_leaves, self.cfg.mesh_rows
         for old in self.work.glob("*.hex"):
             old.unlink()
-        (self.work / "status.txt").unlink(missing_ok=True)
         for i, writes in enumerate(req.writes):
             write_hex(self.work / f"cfg{i}.hex", cfg_words(writes))
         for q, words in enumerate(req.streams):
@@ -88,22 +99,23 @@ class PhaseRunner:
             for p, words in enumerate(rows):
                 write_hex(self.work / f"west_in{i}_{p}.hex", words)
         cfg_count = len(req.writes[0])
-        budget = (_RESET_AND_START + 10 * cfg_count + 100
+        budget = (_START + 10 * cfg_count + 100
                   + 200 * (max(map(len, req.streams)) + req.west_in_count + max(req.roots) + req.west
                            + req.east)
                   + 20000)
-        plusargs = [f"+data={self.work}", f"+cfg_count={cfg_count}", f"+west_in_count={req.west_in_count}",
-                    f"+west_count={req.west}", f"+east_count={req.east}",
-                    f"+stall={self.stall}", f"+budget={budget}"]
-        plusargs += [f"+bcast_count{q}={len(words)}" for q, words in enumerate(req.streams)]
-        plusargs += [f"+root_count{q}={count}" for q, count in enumerate(req.roots)]
-        run = self.tb.run(plusargs, cwd=self.work)
-        self.cpu_seconds += run.cpu_seconds
+        if self._session is None:
+            self._session = self.tb.session([f"+data={self.work}"], cwd=self.work)
+        self._session.send(phase_command(
+            cfg_count=cfg_count, west_in_count=req.west_in_count, west_count=req.west,
+            east_count=req.east, stall=self.stall, budget=budget,
+            bcast_counts=[len(words) for words in req.streams], root_counts=req.roots))
+        st = dict(zip(STATUS_FIELDS, map(int, self._session.read_until(STATUS_PREFIX).split()[1:]),
+                      strict=True))
         self.runs += 1
-        st = self.status()
         self.cycles += st["cycles"]
         where = f"{req.what} ({self.simulator}, files in {self.work})"
         if st["timeout"]:
+            self.close()
             raise AssertionError(f"{where} did not finish within {budget} cycles (fault={st['fault']}, "
                                  f"error={st['error']}, overflow={st['overflow']})")
         assert not st["fault"], f"{where}: a PE core raised a fault"
@@ -124,24 +136,24 @@ class PhaseRunner:
 
 
 def run_rtl_host(run, *, simulator=None, log=print):
-    """Simulate ``run`` (``wafer = "rtl"``) with one testbench process per phase; writes and
+    """Simulate ``run`` (``wafer = "rtl"``) on one testbench process; writes and
     returns ``results.json`` (the digits split must be in ``run.out_dir``, ``sim.system.run``)."""
     out = Path(run.out_dir)
     cfg = rtl_config(run)
     work = out / "phase"
     shutil.rmtree(work, ignore_errors=True)
-    runner = PhaseRunner(cfg, harness_depths(cfg, run.dims), work, stall=run.stall,
-                         simulator=simulator, log=log).build()
     data = np.load(out / DATA_FILE)
-    loop = training(run, cfg, data, log=log)
-    try:
-        request = next(loop)
-        while True:
-            request = loop.send(runner(request))
-    except StopIteration as stop:
-        results = stop.value
+    with PhaseRunner(cfg, harness_depths(cfg, run.dims), work, stall=run.stall,
+                     simulator=simulator, log=log).build() as runner:
+        loop = training(run, cfg, data, log=log)
+        try:
+            request = next(loop)
+            while True:
+                request = loop.send(runner(request))
+        except StopIteration as stop:
+            results = stop.value
     results["simulator"] = runner.simulator
-    results["simulator_runs"] = runner.runs
+    results["simulator_phases"] = runner.runs
     results["simulator_cycles"] = runner.cycles
     results["simulator_cpu_seconds"] = runner.cpu_seconds
     results["cycles_per_cpu_second"] = runner.cycles / runner.cpu_seconds if runner.cpu_seconds else 0.0

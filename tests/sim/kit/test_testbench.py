@@ -62,3 +62,42 @@ def test_simulator_choice():
     assert set(available_simulators()) <= set(SIMULATORS)
     with pytest.raises(ValueError, match="simulator must be one of"):
         Testbench([], "x", simulator="xcelium")
+
+
+_ACCUMULATOR_TB = """
+module acc_tb;
+  reg clk = 0; always #5 clk = ~clk;
+  integer got, v, total = 0, cycle = 0;
+  always @(posedge clk) begin
+    cycle <= cycle + 1;
+    got = $fscanf(32'h8000_0000, "%d", v);
+    if (got != 1 || v < 0) $finish;
+    else begin total = total + v; $display("noise"); $display("sum %0d %0d", total, cycle); $fflush; end
+  end
+endmodule
+"""
+
+
+@pytest.mark.parametrize("sim", SIMULATORS)
+def test_session_keeps_state_between_requests(tmp_path, sim):
+    """A testbench process answers command after command and keeps its state (a running sum and
+    the cycle count) between them; the end line stops it."""
+    (tmp_path / "acc_tb.v").write_text(_ACCUMULATOR_TB)
+    tb = Testbench([tmp_path / "acc_tb.v"], "acc_tb", simulator=sim)
+    with tb.session(cwd=tmp_path) as s:
+        answers = []
+        for v in (3, 4, 10):
+            s.send(f"{v}\n")
+            answers.append(s.read_until("sum"))
+        run = s.close("-1\n")
+    assert answers == ["sum 3 0", "sum 7 1", "sum 17 2"]
+    assert "noise" in run.stdout and run.cpu_seconds >= 0
+
+
+def test_session_that_ends_early_names_it(tmp_path):
+    (tmp_path / "acc_tb.v").write_text(_ACCUMULATOR_TB)
+    tb = Testbench([tmp_path / "acc_tb.v"], "acc_tb", simulator="icarus")
+    with tb.session(cwd=tmp_path) as s:
+        s.send("-1\n")
+        with pytest.raises(RuntimeError, match="ended without a line starting with 'sum'"):
+            s.read_until("sum")

@@ -23,7 +23,7 @@ def test_default_system_under_verilator(tmp_path, stall, check_rtl_results):
     results = run_system(run)
     check_rtl_results(results, run)
     assert results["simulator"] == "verilator"
-    assert results["simulator_runs"] == 2 * 5
+    assert results["simulator_phases"] == 2 * 5
     assert results["simulator_cycles"] > results["simulated_cycles"] > 0
     assert results["cycles_per_cpu_second"] > 0
     if stall == 0:
