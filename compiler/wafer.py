@@ -49,7 +49,7 @@ from models import pe
 __all__ = ["WaferCompileError", "WaferPhase", "compile_forward", "compile_backward_weight",
            "compile_backward_data", "forward_expected_outputs", "logits_expected_outputs",
            "COLOR_GRAD", "COLOR_DX0", "COLOR_DZ", "dw_on_lanes", "backward_weight_west_in", "split_dx",
-           "weight_streams", "join_gradients"]
+           "weight_streams", "join_gradients", "activation_homes", "resident_bases"]
 
 FORWARD_COLORS = 4      # weights, psum chain, results (models.pe.COLOR_*), gradient chain
 COLOR_GRAD = 3          # the backward-weight column chain (south to north)
@@ -67,16 +67,22 @@ class WaferCompileError(ValueError):
 @dataclass
 class WaferPhase:
     """One compiled phase: ``writes`` ``[(addr, word)]`` for the wafer's config bus (routes and
-    SRAM first, then descriptors (:func:`_desc_writes`), then adapters), ``plan`` (models.pe plan),
-    ``out_edge`` (``"west"``/``"east"``), ``link_words`` (words on each column's weight link, or
-    for backward-weight on its gradient link), ``west_in`` (``{p: wavelet words}`` the host
-    sends into the west edge of row p, or empty)."""
+    SRAM first, then descriptors (:func:`_desc_writes`), then adapters), ``plan`` (models.pe plan;
+    ``plan["commits"]``: the index of each descriptor's committing write), ``out_edge``
+    (``"west"``/``"east"``), ``link_words`` (words on each column's weight link, or for
+    backward-weight on its gradient link), ``west_in`` (``{p: wavelet words}`` the host sends
+    into the west edge of row p, or empty), ``settable[i]``: write ``i`` only sets a
+    configuration register (a route, ``RAMP2``, a descriptor word other than the committing
+    word 0), so a host that knows the register holds the value may leave it out
+    (:class:`compiler.config_state.ConfigState`); SRAM loads, ``STOP``, commits and adapter
+    registers are always written."""
     name: str
     writes: list = field(default_factory=list)
     plan: dict = field(default_factory=dict)
     out_edge: str = "west"
     link_words: list = field(default_factory=list)
     west_in: dict = field(default_factory=dict)
+    settable: list = field(default_factory=list)
 
 
 def _check_fit(cfg, *, m, k, batch):
@@ -209,38 +215,65 @@ def _sram_loads(pes, lanes, *, m, k, batch, x16=None, dz16=None):
     return loads
 
 
-def _assemble(cfg, name, plan, loads, adapters, out_edge, link_words, sram_needed):
-    if sram_needed > cfg.sram_words:
-        raise WaferCompileError(f"the {name} phase needs {sram_needed} SRAM words per PE, "
+def _limit(cfg, sram_limit):
+    return cfg.sram_words if sram_limit is None else min(sram_limit, cfg.sram_words)
+
+
+def _check_sram(cfg, name, needed, sram_limit):
+    if needed > _limit(cfg, sram_limit):
+        where = "" if sram_limit is None else f", below the resident activations at {sram_limit}"
+        raise WaferCompileError(f"the {name} phase needs {needed} SRAM words per PE{where}, "
                                 f"the PE has sram_words={cfg.sram_words}")
+
+
+def _resident_x(name, x_home, x16):
+    if x_home is not None and x16 is not None:
+        raise WaferCompileError(f"{name}: X is resident at {x_home}, so there is no X to load "
+                                f"(x16 must be None)")
+
+
+def _assemble(cfg, name, plan, loads, adapters, out_edge, link_words, sram_needed, sram_limit=None):
+    _check_sram(cfg, name, sram_needed, sram_limit)
     bits = mesh_tile_addr_bits(cfg.sram_words, cfg.num_tasks)
     plan["ramp2"] = {pq: pe.ramp2_colors(info["descs"]) for pq, info in plan["pes"].items()}
-    writes = _route_writes(cfg, plan, bits) + _sram_writes(cfg, loads, bits)
-    writes += _desc_writes(cfg, plan, bits)
+    routes, loads, descs = (_route_writes(cfg, plan, bits), _sram_writes(cfg, loads, bits),
+                            _desc_writes(cfg, plan, bits))
     base = adapter_base()
-    writes += [(base + ADAPTER[reg] + i, int(v)) for reg, vals in adapters
-               for i, v in enumerate(vals)]
+    adapter = [(base + ADAPTER[reg] + i, int(v)) for reg, vals in adapters for i, v in enumerate(vals)]
+    writes = routes + loads + descs + adapter
     plan["commits"] = _commit_indices(cfg, plan, writes, bits)
-    return WaferPhase(name, writes, plan, out_edge, link_words)
+    actions = {i for c in plan["commits"].values() for i in c.values()}     # word 0 of each
+    settable = [True] * len(routes) + [False] * len(loads)
+    settable += [i not in actions and i >= len(routes) + len(loads) + len(plan["pes"])  # not STOP
+                 for i in range(len(routes) + len(loads), len(routes) + len(loads) + len(descs))]
+    settable += [False] * len(adapter)
+    return WaferPhase(name, writes, plan, out_edge, link_words, settable=settable)
 
 
-def compile_forward(cfg, *, m, k, batch, x16=None, last=False):
+def compile_forward(cfg, *, m, k, batch, x16=None, last=False, x_home=None, keep_home=None,
+                    sram_limit=None):
     """The forward phase of a ``m x k`` layer on a ``cfg.mesh_rows x cfg.mesh_cols`` wafer for a
     batch of ``batch`` samples. With ``x16`` (K x batch bf16 bit patterns) the writes also load
-    each PE's input slice ``X[K_q, B_p]`` into its SRAM (upper 16 bits of each word).
+    each PE's input slice ``X[K_q, B_p]`` into its SRAM (upper 16 bits of each word); with
+    ``x_home`` it is already there (the previous layer kept it, :func:`resident_bases`) and
+    nothing is loaded. ``keep_home``: where the kept outputs land (default: after the working
+    set); ``sram_limit``: the working set ends below it (the resident activations above).
 
     Hidden layer (``last=False``): ReLU + bf16 at the east PE, results west to their owners (kept
     at ``xn_base``) and out of the west edge (east for one column), ``COLOR_RESULT``.
     Last layer (``last=True``): no ReLU, no rounding: the east PE sends the fp32 ``Z`` rows out of
     the east edge of its row (``COLOR_RESULT``) for the host's softmax; nothing is kept."""
     _check_fit(cfg, m=m, k=k, batch=batch)
-    L, S = cfg.lanes, cfg.sram_words
+    _resident_x("forward", x_home, x16)
+    L = cfg.lanes
     try:
-        plan = pe.forward_kernel(lanes=L, sram_words=S, rows=cfg.mesh_rows,
-                                 cols=cfg.mesh_cols, m=m, k=k)
+        plan = pe.forward_kernel(lanes=L, sram_words=_limit(cfg, sram_limit), rows=cfg.mesh_rows,
+                                 cols=cfg.mesh_cols, m=m, k=k, x_base=x_home,
+                                 keep_base=None if last else keep_home)
     except ValueError as e:
+        where = "" if sram_limit is None else f" (its working set ends below the resident activations at {sram_limit})"
         raise WaferCompileError(f"layer {m}x{k} on a {cfg.mesh_rows}x{cfg.mesh_cols} wafer: "
-                                f"{e}") from None
+                                f"{e}{where}") from None
     Q = cfg.mesh_cols
     if last:
         for (p, q), info in plan["pes"].items():
@@ -262,6 +295,37 @@ def compile_forward(cfg, *, m, k, batch, x16=None, last=False):
                      [m * len(sl) for sl in plan["k_slices"]], 0)
 
 
+def activation_homes(cfg, dims):
+    """``{l: base}``: where every PE keeps layer ``l``'s input ``X[K_q, B_p]`` between phases, for
+    the hidden layers ``l = 1 .. len(dims) - 2`` (one L-word vector per k, ``max |K_q|`` vectors),
+    stacked down from the top of SRAM, layer 1 highest. Forward ``l - 1`` leaves it there; forward
+    ``l``, backward-data ``l`` and backward-weight ``l`` (VEC DOT) read it there."""
+    homes, top = {}, cfg.sram_words
+    for l in range(1, len(dims) - 1):
+        top -= max(len(s) for s in pe._split(dims[l], cfg.mesh_cols)) * cfg.lanes
+        homes[l] = top
+    return homes
+
+
+def resident_bases(cfg, dims, kind, layer):
+    """Keyword arguments of ``compile_<kind>`` (``"forward"``, ``"backward-data"``,
+    ``"backward-weight"``) for ``layer`` of a network of widths ``dims`` whose activations stay
+    on the wafer (:func:`activation_homes`): ``x_home`` (X resident, not loaded: hidden layers,
+    except backward-weight on the lanes, which reads ``X^T``), ``keep_home`` (forward of a hidden
+    layer: where its outputs stay) and ``sram_limit`` (the working set stays below the homes)."""
+    homes = activation_homes(cfg, dims)
+    args = {"sram_limit": min(homes.values(), default=cfg.sram_words),
+            "x_home": homes.get(layer)}
+    if kind == "forward":
+        args["keep_home"] = homes.get(layer + 1)
+    elif kind == "backward-weight":
+        if dw_on_lanes(cfg, dims[layer]):
+            args["x_home"] = None
+    elif kind != "backward-data":
+        raise ValueError(f"unknown phase kind {kind!r}")
+    return args
+
+
 def dw_on_lanes(cfg, k):
     """Whether backward-weight runs its partials as FMAC broadcasts on the lanes: every column
     holds the same number of input features, a multiple of ``lanes`` (else VEC DOT)."""
@@ -269,7 +333,7 @@ def dw_on_lanes(cfg, k):
     return len(sizes) == 1 and min(sizes) % cfg.lanes == 0
 
 
-def compile_backward_weight(cfg, *, m, k, batch, x16=None, dz16=None):
+def compile_backward_weight(cfg, *, m, k, batch, x16=None, dz16=None, x_home=None, sram_limit=None):
     """The backward-weight phase of a ``m x k`` layer: ``dW = dZ X^T`` (kernels.backward_weight).
 
     Each PE(p, q) computes ``partial_p[m, K_q]`` (b ascending from +0.0 over ``|B_p| = lanes``
@@ -287,8 +351,11 @@ def compile_backward_weight(cfg, *, m, k, batch, x16=None, dz16=None):
     RAMP; every PE's FMAC (``count = L`` wavelets b per row, ``group = C``) makes row ``n = m*C +
     c`` the L features ``c*L ..`` of ``partial[m]``. Otherwise a **VEC DOT** per output row over
     the stored ``X[K_q, B_p]`` (one vector per k) and ``dZ[M, B_p]`` (every PE). With ``x16`` /
-    ``dz16`` the writes load them (on the lanes ``dz16`` gives ``west_in`` instead)."""
+    ``dz16`` the writes load them (on the lanes ``dz16`` gives ``west_in`` instead). With VEC DOT,
+    ``x_home`` says ``X`` is resident there (not loaded; the working set from 0, below
+    ``sram_limit``); on the lanes ``X^T`` is always loaded."""
     _check_fit(cfg, m=m, k=k, batch=batch)
+    _resident_x("backward-weight", x_home, x16)
     P, Q, L = cfg.mesh_rows, cfg.mesh_cols, cfg.lanes
     k_slices = pe._split(k, Q)
     words = {q: m * len(k_slices[q]) for q in range(Q)}
@@ -299,12 +366,15 @@ def compile_backward_weight(cfg, *, m, k, batch, x16=None, dz16=None):
                     f"backward-weight: column {q} holds {m} x {len(k_slices[q])} = {n} partials, "
                     f"not a multiple of lanes={L} (the column chain adds whole L-word vectors)")
     lanes = dw_on_lanes(cfg, k)
+    if lanes and x_home is not None:
+        raise WaferCompileError("backward-weight on the lanes reads X^T (sample-major), which the "
+                                "host loads: X cannot be resident (x_home must be None)")
     pes, routes = {}, {}
-    x_base = 0
+    x_base = 0 if x_home is None else x_home
     for p in range(P):
         for q in range(Q):
             kq = k_slices[q]
-            dz_base = x_base + len(kq) * L
+            dz_base = len(kq) * L if x_home is None else 0
             part_base = dz_base + (0 if lanes else m * L)       # on the lanes dZ is not stored
             in_base = part_base + words[q]
             south = p == P - 1
@@ -350,7 +420,7 @@ def compile_backward_weight(cfg, *, m, k, batch, x16=None, dz16=None):
         loads = _sram_loads(pes, L, m=m, k=k, batch=batch, x16=x16, dz16=dz16)
     link_words = [words[q] for q in range(Q)]
     phase = _assemble(cfg, "backward-weight", plan, loads, [("G_COUNT", link_words)], "grads",
-                      link_words, max(i["sram"] for i in pes.values()))
+                      link_words, max(i["sram"] for i in pes.values()), sram_limit)
     if lanes and dz16 is not None:
         phase.west_in = backward_weight_west_in(cfg, m=m, k=k, batch=batch, dz16=dz16)
     return phase
@@ -382,7 +452,7 @@ def _bw_lane_loads(pes, lanes, *, k, batch, x16=None):
     return loads
 
 
-def compile_backward_data(cfg, *, m, k, batch, x16=None, dz16=None):
+def compile_backward_data(cfg, *, m, k, batch, x16=None, dz16=None, x_home=None, sram_limit=None):
     """The backward-data phase of a ``m x k`` layer: ``dZ_prev = mask(X) * bf16(W^T dZ)``
     (kernels.backward_data). W streams **transposed** (row k of ``W^T`` = column k of W, m
     ascending, on the weight link of the column owning k, multicast down it; :func:`weight_streams`
@@ -391,8 +461,11 @@ def compile_backward_data(cfg, *, m, k, batch, x16=None, dz16=None):
     order. A VEC MASK (A = the stored activation ``X[k, B_p]``, B = the fp32 row) + bf16 round
     stores ``dZ_prev[K_q, B_p]`` at ``dx_base`` (one vector per k, bf16 in the upper half) and
     sends it out of the west edge of row p on color ``COLOR_DX0 + q`` (one color per column, so the
-    host can tell the interleaved columns apart). With ``x16`` / ``dz16`` the writes load them."""
+    host can tell the interleaved columns apart). With ``x16`` / ``dz16`` the writes load them;
+    with ``x_home`` ``X`` is resident there (not loaded; the working set from 0, below
+    ``sram_limit``)."""
     _check_fit(cfg, m=m, k=k, batch=batch)
+    _resident_x("backward-data", x_home, x16)
     P, Q, L = cfg.mesh_rows, cfg.mesh_cols, cfg.lanes
     if cfg.num_colors < COLOR_DX0 + Q:
         raise WaferCompileError(f"backward-data sends each column's dZ_prev west on its own "
@@ -403,8 +476,7 @@ def compile_backward_data(cfg, *, m, k, batch, x16=None, dz16=None):
     for p in range(P):
         for q in range(Q):
             kq = k_slices[q]
-            x_base = 0
-            dz_base = x_base + len(kq) * L
+            x_base, dz_base = (0, len(kq) * L) if x_home is None else (x_home, 0)
             acc_base = dz_base + m * L
             dx_base = acc_base + len(kq) * L
             descs = {
@@ -423,7 +495,7 @@ def compile_backward_data(cfg, *, m, k, batch, x16=None, dz16=None):
     plan = {"pes": pes, "routes": routes, "k_slices": k_slices, "edge_out": None}
     loads = _sram_loads(pes, L, m=m, k=k, batch=batch, x16=x16, dz16=dz16)
     return _assemble(cfg, "backward-data", plan, loads, [("W_COLOR", [pe.COLOR_W])], None,
-                     [m * len(sl) for sl in k_slices], max(i["sram"] for i in pes.values()))
+                     [m * len(sl) for sl in k_slices], max(i["sram"] for i in pes.values()), sram_limit)
 
 
 def forward_expected_outputs(cfg, a16):

@@ -398,8 +398,13 @@ def _split(n, parts):
     return [range(s.start, s.stop) for s in split(n, parts)]
 
 
-def forward_kernel(*, lanes, sram_words, rows, cols, m, k):
+def forward_kernel(*, lanes, sram_words, rows, cols, m, k, x_base=None, keep_base=None):
     """Programs of the forward micro-kernel ``Z = W X`` on a ``rows x cols`` mesh of PEs.
+
+    SRAM of each PE: ``X[K_q, B_p]`` at ``x_base`` (one L-word vector per k; ``None``: at 0, before
+    the working set), the working set (FMAC sums, incoming partial sums) from 0 (or after X), the
+    kept outputs at ``keep_base`` (``None``: after the working set); ``sram_words`` bounds the
+    working set, and X and the kept outputs when they are placed after it.
 
     Partition (models.pipeline.mapping): column q holds ``X[K_q]``, row p the batch slice
     ``B_p`` of ``lanes`` columns (batch = ``rows * lanes``); the outputs of row m are kept by the
@@ -422,13 +427,14 @@ def forward_kernel(*, lanes, sram_words, rows, cols, m, k):
     for p in range(rows):
         for q in range(cols):
             kq, own = k_slices[q], m_slices[q]
-            x_base, snap = 0, len(kq) * L
+            xb, snap = (0, len(kq) * L) if x_base is None else (x_base, 0)
             psum = snap + m * L
-            xn = psum + m * L
-            if xn + m * L > sram_words:
-                raise ValueError(f"the kernel needs {xn + m * L} SRAM words, PE has {sram_words}")
+            xn = psum + m * L if keep_base is None else keep_base
+            need = psum + m * L if keep_base is not None else xn + m * L
+            if need > sram_words:
+                raise ValueError(f"the kernel needs {need} SRAM words, PE has {sram_words}")
             first, last = q == 0, q == cols - 1
-            descs = {0: dict(op=Op.FMAC, enable=1, color=COLOR_W, a_base=x_base, a_stride=L,
+            descs = {0: dict(op=Op.FMAC, enable=1, color=COLOR_W, a_base=xb, a_stride=L,
                              count=len(kq), reps=m, dst_base=snap)}
             keep = dict(lo=own.start, hi=own.stop, dst_base=xn)
             if first and last:      # one column: the PE's own sums are complete
@@ -449,7 +455,7 @@ def forward_kernel(*, lanes, sram_words, rows, cols, m, k):
                                 b_base=psum, b_stride=L, count=1, reps=m, **post)
             if not last:
                 descs[3] = dict(op=Op.STORE, enable=1, color=COLOR_RESULT, reps=m, **keep)
-            pes[(p, q)] = {"descs": descs, "x_base": x_base, "k": kq, "own": own, "xn_base": xn}
+            pes[(p, q)] = {"descs": descs, "x_base": xb, "k": kq, "own": own, "xn_base": xn}
             w_out = ["RAMP"] + (["S"] if p < rows - 1 else [])
             r = [(COLOR_W, "N", w_out)]
             if not last:

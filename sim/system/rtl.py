@@ -8,7 +8,13 @@ with the run's mesh and N; the batch per system must be ``mesh_rows * lanes`` (o
 phase's working set.
 """
 
-from compiler.wafer import WaferCompileError, compile_backward_data, compile_backward_weight, compile_forward
+from compiler.wafer import (
+    WaferCompileError,
+    compile_backward_data,
+    compile_backward_weight,
+    compile_forward,
+    resident_bases,
+)
 from hdl.config import preset
 
 __all__ = ["rtl_config", "phase_plan", "harness_depths"]
@@ -18,18 +24,20 @@ MAX_SRAM_WORDS = 1 << 15
 
 def phase_plan(cfg, dims, batch):
     """Every phase of one step in execution order: ``(kind, layer, WaferPhase)``, without data
-    (the compiled writes have the structure and count of the real ones)."""
+    (the compiled writes have the structure of the real ones; loads of X and dZ left out), the
+    activations resident (``compiler.wafer.resident_bases``)."""
     n = len(dims) - 1
     out = []
+
+    def phase(kind, l, compile_phase, **kw):
+        out.append((kind, l, compile_phase(cfg, m=dims[l + 1], k=dims[l], batch=batch, **kw,
+                                           **resident_bases(cfg, dims, kind, l))))
     for l in range(n):
-        out.append(("forward", l, compile_forward(cfg, m=dims[l + 1], k=dims[l], batch=batch,
-                                                  last=l == n - 1)))
+        phase("forward", l, compile_forward, last=l == n - 1)
     for l in range(n - 1, -1, -1):
         if l > 0:
-            out.append(("backward-data", l, compile_backward_data(cfg, m=dims[l + 1], k=dims[l],
-                                                                  batch=batch)))
-        out.append(("backward-weight", l, compile_backward_weight(cfg, m=dims[l + 1], k=dims[l],
-                                                                  batch=batch)))
+            phase("backward-data", l, compile_backward_data)
+        phase("backward-weight", l, compile_backward_weight)
     return out
 
 

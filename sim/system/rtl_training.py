@@ -12,8 +12,11 @@ the recorders' words); it returns the ``results.json`` dictionary. Two drivers r
 Each training step, for every phase (compiled by :mod:`compiler.wafer`):
 
 1. **Configure.** The host compiles the phase for every wafer: routes, descriptors, adapter
-   registers and the SRAM inputs (the wafer's activations ``X`` of the layer, its ``dZ``); the
-   words go into each wafer's configuration player, which writes one per cycle (no fabric traffic
+   registers and the SRAM inputs the wafer does not hold (the input batch, ``X^T`` for
+   backward-weight on the lanes, ``dZ``; hidden activations stay resident,
+   ``compiler.wafer.resident_bases``), leaving out register writes of values the wafer already
+   holds (``compiler.config_state.ConfigState``, one per wafer, kept for the run); the words go
+   into each wafer's configuration player, which writes one per cycle (no fabric traffic
    meanwhile, except backward-weight, which starts when its descriptors commit).
 2. **Run.** The broadcast players send the layer's bf16 weights from MemoryX, one per mesh
    column (``compiler.wafer.weight_streams``: rows of ``W[:, K_q]`` for the forward pass, rows
@@ -41,11 +44,13 @@ from pathlib import Path
 import numpy as np
 
 from arch.wavelet import unpack_wavelet
+from compiler.config_state import ConfigState
 from compiler.wafer import (
     compile_backward_data,
     compile_backward_weight,
     compile_forward,
     join_gradients,
+    resident_bases,
     split_dx,
     weight_streams,
 )
@@ -113,6 +118,11 @@ class PhaseResult:
     east_words: list = field(default_factory=list)
 
 
+def _to_load(x16, res_args):
+    """``x16`` for the host to load, or None where the wafer keeps X (``resident_bases``)."""
+    return None if res_args["x_home"] is not None else x16
+
+
 def training(run, cfg: Config, data, *, log=print):
     """Generator of the whole run (see the module docstring); ``data``: the ``digits.npz`` split
     (``x_train, x_test, y_train, y_test``). Returns the results dictionary (without the
@@ -136,7 +146,8 @@ def training(run, cfg: Config, data, *, log=print):
     hw = RtlHardware.from_config(cfg)
     history, wall, sim_cycles = [], time.perf_counter(), 0
     pe_lanes = cfg.mesh_rows * cfg.mesh_cols * L         # FMAC lanes of one wafer
-    schedules = {}      # the timing model per configuration-word counts (the same every step)
+    schedules = {}      # the timing model per configuration-word counts
+    states = [ConfigState() for _ in range(n)]      # each wafer's registers, kept across phases
 
     for step in range(run.steps):
         idx = order[step * golden.global_batch:(step + 1) * golden.global_batch]
@@ -148,8 +159,10 @@ def training(run, cfg: Config, data, *, log=print):
         # Forward, layer by layer: activations out of the west edge, logits out of the east.
         for l in range(nl):
             m, k, last = dims[l + 1], dims[l], l == nl - 1
-            progs = [compile_forward(cfg, m=m, k=k, batch=B, x16=acts[i][l], last=last)
-                     for i in range(n)]
+            res_args = resident_bases(cfg, dims, "forward", l)
+            progs = [compile_forward(cfg, m=m, k=k, batch=B, x16=_to_load(acts[i][l], res_args), last=last,
+                                     **res_args) for i in range(n)]
+            progs = [state.program(ph) for state, ph in zip(states, progs)]
             counts = {"east" if last else "west": m * L}
             res = yield PhaseRequest.of(f"forward layer {l}", progs, weight_streams(cfg, w16[l]),
                                         **counts)
@@ -177,15 +190,19 @@ def training(run, cfg: Config, data, *, log=print):
             m, k = dims[l + 1], dims[l]
             dz_prev = None
             if l > 0:
-                progs = [compile_backward_data(cfg, m=m, k=k, batch=B, x16=acts[i][l],
-                                               dz16=dz[i]) for i in range(n)]
+                res_args = resident_bases(cfg, dims, "backward-data", l)
+                progs = [compile_backward_data(cfg, m=m, k=k, batch=B, x16=_to_load(acts[i][l], res_args),
+                                               dz16=dz[i], **res_args) for i in range(n)]
+                progs = [state.program(ph) for state, ph in zip(states, progs)]
                 res = yield PhaseRequest.of(f"backward-data layer {l}", progs,
                                             weight_streams(cfg, w16[l], transposed=True), west=k * L)
                 phases.append(("backward-data", l, res, (len(progs[0].writes), progs[0].plan)))
                 dz_prev = [np.concatenate([split_dx(cfg, w, k) for w in res.west_words[i]], axis=1)
                            for i in range(n)]
-            progs = [compile_backward_weight(cfg, m=m, k=k, batch=B, x16=acts[i][l], dz16=dz[i])
-                     for i in range(n)]
+            res_args = resident_bases(cfg, dims, "backward-weight", l)
+            progs = [compile_backward_weight(cfg, m=m, k=k, batch=B, x16=_to_load(acts[i][l], res_args),
+                                             dz16=dz[i], **res_args) for i in range(n)]
+            progs = [state.program(ph) for state, ph in zip(states, progs)]
             res = yield PhaseRequest.of(f"backward-weight layer {l}", progs,
                                         roots=progs[0].link_words)
             phases.append(("backward-weight", l, res, (len(progs[0].writes), progs[0].plan)))
