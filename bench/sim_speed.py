@@ -4,13 +4,13 @@ same plain-Verilog testbenches under Verilator and Icarus, and the system under 
 
 *cycles/CPU-s* = clock cycles simulated / CPU seconds (user + system) of the simulator processes
 (Verilog elaboration and the Verilator build excluded: both are cached). The system figure covers
-one process per phase (start-up and reset included: Icarus loads the compiled design five times
-per step), the mesh figure one process over two traffic phases; under cocotb the system is one
-process whose CPU time includes cocotb's Python (the host's work between phases, loading and
-reading memories through VPI). Every run is checked as in the regression (the system bit-exact
-against the golden model with the schedule's cycles, the mesh cycle-exact against the fabric
-model), and the mesh logs of the two simulators must be equal byte for byte on the same stimulus
-(Verilator also runs five times as much traffic, for a measurable CPU time).
+the testbench's one process for the run (start-up included), the mesh figure one process over
+two traffic phases; under cocotb the system is one process whose CPU time includes cocotb's Python
+(the host's work between phases, loading and reading memories through VPI). Every run is checked
+as in the regression (the system bit-exact against the golden model with the schedule's cycles,
+the mesh cycle-exact against the fabric model), and the mesh logs of the two simulators must be
+equal byte for byte on the same stimulus (Verilator also runs five times as much traffic, for a
+measurable CPU time).
 """
 
 import random
@@ -85,7 +85,7 @@ def run():
         rows.append([label, v, i, c, speedup])
     return {"raw": raw, "simulators": sims, "tables": [{
         "title": "RTL cycles per CPU-second of the simulator: system = 2 wafers of 2x2 PEs + SwarmX, "
-                 "one process per phase; mesh4x4 = 16 routers, random traffic, back-pressure "
+                 "one process per run; mesh4x4 = 16 routers, random traffic, back-pressure "
                  "(cycles and CPU seconds in build/bench/sim_speed.json)",
         "columns": ["design", "Verilator", "Icarus", "cocotb+Icarus", "Verilator/Icarus"],
         "rows": rows}]}

@@ -132,17 +132,21 @@ def _commit_order(descs):
 
 def _desc_writes(cfg, plan, bits):
     """First stop every descriptor of every PE (a write to its ``STOP`` register), then commit the
-    phase's descriptors tile by tile (north-west first), each in :func:`_commit_order`."""
-    out = []
+    phase's descriptors tile by tile (north-west first), each in :func:`_commit_order`. Returns
+    ``(writes, settable)``: the words other than a descriptor's committing word 0 are settable."""
+    out, settable = [], []
     S, T, Q = cfg.sram_words, cfg.num_tasks, cfg.mesh_cols
     stop = status_base(S, T) + STATUS["STOP"]
     for (p, q) in sorted(plan["pes"]):
         out.append((tile_address(Q, p, q, CORE_BASE + stop, bits), 0))
+        settable.append(False)
     for (p, q), info in sorted(plan["pes"].items()):
         for t in _commit_order(info["descs"]):
-            out += descriptor_writes(tile_address(Q, p, q, CORE_BASE + desc_addr(S, t), bits),
-                                     encode(**info["descs"][t]))
-    return out
+            base = tile_address(Q, p, q, CORE_BASE + desc_addr(S, t), bits)
+            words = descriptor_writes(base, encode(**info["descs"][t]))
+            out += words
+            settable += [addr != base for addr, _ in words]
+    return out, settable
 
 
 def _commit_indices(cfg, plan, writes, bits):
@@ -236,17 +240,13 @@ def _assemble(cfg, name, plan, loads, adapters, out_edge, link_words, sram_neede
     _check_sram(cfg, name, sram_needed, sram_limit)
     bits = mesh_tile_addr_bits(cfg.sram_words, cfg.num_tasks)
     plan["ramp2"] = {pq: pe.ramp2_colors(info["descs"]) for pq, info in plan["pes"].items()}
-    routes, loads, descs = (_route_writes(cfg, plan, bits), _sram_writes(cfg, loads, bits),
-                            _desc_writes(cfg, plan, bits))
+    routes, loads = _route_writes(cfg, plan, bits), _sram_writes(cfg, loads, bits)
+    descs, desc_settable = _desc_writes(cfg, plan, bits)
     base = adapter_base()
     adapter = [(base + ADAPTER[reg] + i, int(v)) for reg, vals in adapters for i, v in enumerate(vals)]
     writes = routes + loads + descs + adapter
+    settable = [True] * len(routes) + [False] * len(loads) + desc_settable + [False] * len(adapter)
     plan["commits"] = _commit_indices(cfg, plan, writes, bits)
-    actions = {i for c in plan["commits"].values() for i in c.values()}     # word 0 of each
-    settable = [True] * len(routes) + [False] * len(loads)
-    settable += [i not in actions and i >= len(routes) + len(loads) + len(plan["pes"])  # not STOP
-                 for i in range(len(routes) + len(loads), len(routes) + len(loads) + len(descs))]
-    settable += [False] * len(adapter)
     return WaferPhase(name, writes, plan, out_edge, link_words, settable=settable)
 
 
@@ -271,7 +271,8 @@ def compile_forward(cfg, *, m, k, batch, x16=None, last=False, x_home=None, keep
                                  cols=cfg.mesh_cols, m=m, k=k, x_base=x_home,
                                  keep_base=None if last else keep_home)
     except ValueError as e:
-        where = "" if sram_limit is None else f" (its working set ends below the resident activations at {sram_limit})"
+        where = "" if sram_limit is None else \
+            f" (its working set ends below the resident activations at {sram_limit})"
         raise WaferCompileError(f"layer {m}x{k} on a {cfg.mesh_rows}x{cfg.mesh_cols} wafer: "
                                 f"{e}{where}") from None
     Q = cfg.mesh_cols

@@ -118,11 +118,6 @@ class PhaseResult:
     east_words: list = field(default_factory=list)
 
 
-def _to_load(x16, res_args):
-    """``x16`` for the host to load, or None where the wafer keeps X (``resident_bases``)."""
-    return None if res_args["x_home"] is not None else x16
-
-
 def training(run, cfg: Config, data, *, log=print):
     """Generator of the whole run (see the module docstring); ``data``: the ``digits.npz`` split
     (``x_train, x_test, y_train, y_test``). Returns the results dictionary (without the
@@ -149,6 +144,18 @@ def training(run, cfg: Config, data, *, log=print):
     schedules = {}      # the timing model per configuration-word counts
     states = [ConfigState() for _ in range(n)]      # each wafer's registers, kept across phases
 
+    def programs(kind, l, compile_phase, acts, dz=None, **kw):
+        """Every wafer's phase: X loaded only where the wafer does not keep it, registers it
+        already holds left out."""
+        res_args = resident_bases(cfg, dims, kind, l)
+        out = []
+        for i, state in enumerate(states):
+            x16 = None if res_args["x_home"] is not None else acts[i][l]
+            data = {} if dz is None else {"dz16": dz[i]}
+            out.append(state.program(compile_phase(cfg, m=dims[l + 1], k=dims[l], batch=B, x16=x16,
+                                                   **data, **kw, **res_args)))
+        return out
+
     for step in range(run.steps):
         idx = order[step * golden.global_batch:(step + 1) * golden.global_batch]
         x, labels = x_tr[idx], y_tr[idx]
@@ -159,10 +166,7 @@ def training(run, cfg: Config, data, *, log=print):
         # Forward, layer by layer: activations out of the west edge, logits out of the east.
         for l in range(nl):
             m, k, last = dims[l + 1], dims[l], l == nl - 1
-            res_args = resident_bases(cfg, dims, "forward", l)
-            progs = [compile_forward(cfg, m=m, k=k, batch=B, x16=_to_load(acts[i][l], res_args), last=last,
-                                     **res_args) for i in range(n)]
-            progs = [state.program(ph) for state, ph in zip(states, progs)]
+            progs = programs("forward", l, compile_forward, acts, last=last)
             counts = {"east" if last else "west": m * L}
             res = yield PhaseRequest.of(f"forward layer {l}", progs, weight_streams(cfg, w16[l]),
                                         **counts)
@@ -190,19 +194,13 @@ def training(run, cfg: Config, data, *, log=print):
             m, k = dims[l + 1], dims[l]
             dz_prev = None
             if l > 0:
-                res_args = resident_bases(cfg, dims, "backward-data", l)
-                progs = [compile_backward_data(cfg, m=m, k=k, batch=B, x16=_to_load(acts[i][l], res_args),
-                                               dz16=dz[i], **res_args) for i in range(n)]
-                progs = [state.program(ph) for state, ph in zip(states, progs)]
+                progs = programs("backward-data", l, compile_backward_data, acts, dz)
                 res = yield PhaseRequest.of(f"backward-data layer {l}", progs,
                                             weight_streams(cfg, w16[l], transposed=True), west=k * L)
                 phases.append(("backward-data", l, res, (len(progs[0].writes), progs[0].plan)))
                 dz_prev = [np.concatenate([split_dx(cfg, w, k) for w in res.west_words[i]], axis=1)
                            for i in range(n)]
-            res_args = resident_bases(cfg, dims, "backward-weight", l)
-            progs = [compile_backward_weight(cfg, m=m, k=k, batch=B, x16=_to_load(acts[i][l], res_args),
-                                             dz16=dz[i], **res_args) for i in range(n)]
-            progs = [state.program(ph) for state, ph in zip(states, progs)]
+            progs = programs("backward-weight", l, compile_backward_weight, acts, dz)
             res = yield PhaseRequest.of(f"backward-weight layer {l}", progs,
                                         roots=progs[0].link_words)
             phases.append(("backward-weight", l, res, (len(progs[0].writes), progs[0].plan)))
