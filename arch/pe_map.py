@@ -37,7 +37,7 @@ from .wavelet import COLOR_BITS
 
 __all__ = ["TASK_BITS", "MAX_TASKS", "DESCRIPTOR", "DESC_WORDS", "DESC_STRIDE", "COMMIT_ORDER",
            "Op", "VecMode", "Fault", "STATUS", "DONE_OFFSET", "FAULT_STATUS", "PE_PARAMS",
-           "encode", "decode", "desc_addr", "status_base", "done_addr", "core_span", "pack_pair",
+           "encode", "decode", "store_addr", "desc_addr", "status_base", "done_addr", "core_span", "pack_pair",
            "unpack_pair", "descriptor_writes"]
 
 TASK_BITS = 5                  # a descriptor index (next, dep_a, dep_b, fault index)
@@ -108,6 +108,16 @@ def encode(**fields):
 def decode(words):
     """``{field: value}`` of a descriptor from its ``DESC_WORDS`` configuration words."""
     return DESCRIPTOR.unpack(sum((int(w) & WORD_MASK) << (WORD_BITS * i) for i, w in enumerate(words)))
+
+
+def store_addr(d, n, j, lanes):
+    """SRAM word of word ``j`` of unit ``n`` (``lo <= n < hi``) of STORE descriptor ``d`` (a dict
+    of its fields): ``dst_base + (n - lo)*L + j`` (vectors in order), or, with ``b_stride`` set
+    (a *transposed* STORE), ``dst_base + (n - lo) + j*b_stride``: word ``j`` of every vector lands
+    in row ``j`` of a ``lanes x b_stride`` array, vector ``n`` in its column ``n - lo``."""
+    k = n - d.get("lo", 0)
+    stride = d.get("b_stride", 0)
+    return d.get("dst_base", 0) + (k + j * stride if stride else k * lanes + j)
 
 
 def desc_addr(sram_words, t, word=0):

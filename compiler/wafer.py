@@ -56,6 +56,7 @@ COLOR_GRAD = 3          # the backward-weight column chain (south to north)
 COLOR_DZ = 1            # backward-weight on the lanes: dZ from the west edge along each row
 COLOR_DX0 = 4           # backward-data: column q sends dZ_prev west on COLOR_DX0 + q
 FORWARD_TASKS = 4       # descriptors 0..3 of models.pe.forward_kernel
+FORWARD_T_TASKS = 6     # ... and 4, 5 when it keeps its outputs transposed too
 # Descriptor count/reps/lo/hi fields and the adapter counters bound M and K.
 COUNT_LIMIT = 1 << min(ADAPTER_COUNT_BITS, *(DESCRIPTOR.field_width(f) for f in ("count", "reps", "lo", "hi")))
 
@@ -251,13 +252,15 @@ def _assemble(cfg, name, plan, loads, adapters, out_edge, link_words, sram_neede
 
 
 def compile_forward(cfg, *, m, k, batch, x16=None, last=False, x_home=None, keep_home=None,
-                    sram_limit=None):
+                    keep_t_home=None, sram_limit=None):
     """The forward phase of a ``m x k`` layer on a ``cfg.mesh_rows x cfg.mesh_cols`` wafer for a
     batch of ``batch`` samples. With ``x16`` (K x batch bf16 bit patterns) the writes also load
     each PE's input slice ``X[K_q, B_p]`` into its SRAM (upper 16 bits of each word); with
     ``x_home`` it is already there (the previous layer kept it, :func:`resident_bases`) and
     nothing is loaded. ``keep_home``: where the kept outputs land (default: after the working
-    set); ``sram_limit``: the working set ends below it (the resident activations above).
+    set); ``keep_t_home``: where every PE also keeps them transposed (``A^T[B_p, own]``, for the
+    next layer's backward-weight on the lanes; ``models.pe.forward_kernel``); ``sram_limit``: the
+    working set ends below it (the resident activations above).
 
     Hidden layer (``last=False``): ReLU + bf16 at the east PE, results west to their owners (kept
     at ``xn_base``) and out of the west edge (east for one column), ``COLOR_RESULT``.
@@ -265,11 +268,14 @@ def compile_forward(cfg, *, m, k, batch, x16=None, last=False, x_home=None, keep
     the east edge of its row (``COLOR_RESULT``) for the host's softmax; nothing is kept."""
     _check_fit(cfg, m=m, k=k, batch=batch)
     _resident_x("forward", x_home, x16)
+    if keep_t_home is not None and (last or cfg.num_tasks < FORWARD_T_TASKS):
+        raise WaferCompileError("keeping the forward's outputs transposed needs a hidden layer and "
+                                f"{FORWARD_T_TASKS} task descriptors per PE (num_tasks={cfg.num_tasks})")
     L = cfg.lanes
     try:
         plan = pe.forward_kernel(lanes=L, sram_words=_limit(cfg, sram_limit), rows=cfg.mesh_rows,
                                  cols=cfg.mesh_cols, m=m, k=k, x_base=x_home,
-                                 keep_base=None if last else keep_home)
+                                 keep_base=None if last else keep_home, keep_t_base=keep_t_home)
     except ValueError as e:
         where = "" if sram_limit is None else \
             f" (its working set ends below the resident activations at {sram_limit})"
@@ -297,31 +303,40 @@ def compile_forward(cfg, *, m, k, batch, x16=None, last=False, x_home=None, keep
 
 
 def activation_homes(cfg, dims):
-    """``{l: base}``: where every PE keeps layer ``l``'s input ``X[K_q, B_p]`` between phases, for
-    the hidden layers ``l = 1 .. len(dims) - 2`` (one L-word vector per k, ``max |K_q|`` vectors),
-    stacked down from the top of SRAM, layer 1 highest. Forward ``l - 1`` leaves it there; forward
-    ``l``, backward-data ``l`` and backward-weight ``l`` (VEC DOT) read it there."""
+    """``{l: (x, xt)}``: where every PE keeps layer ``l``'s input between phases, for the hidden
+    layers ``l = 1 .. len(dims) - 2``: ``X[K_q, B_p]`` at ``x`` (one L-word vector per k) and, when
+    backward-weight of ``l`` runs on the lanes (:func:`dw_on_lanes`), ``X^T[B_p, K_q]`` at ``xt``
+    (``|K_q|`` words per sample; else ``None``); ``max |K_q| * L`` words each, stacked down from the
+    top of SRAM, layer 1 highest. Forward ``l - 1`` leaves them there; forward ``l`` and
+    backward-data ``l`` read ``X``, backward-weight ``l`` reads ``X`` (VEC DOT) or ``X^T``."""
     homes, top = {}, cfg.sram_words
     for l in range(1, len(dims) - 1):
-        top -= max(len(s) for s in pe._split(dims[l], cfg.mesh_cols)) * cfg.lanes
-        homes[l] = top
+        size = max(len(s) for s in pe._split(dims[l], cfg.mesh_cols)) * cfg.lanes
+        top -= size
+        x, xt = top, None
+        if dw_on_lanes(cfg, dims[l]):
+            top -= size
+            xt = top
+        homes[l] = (x, xt)
     return homes
 
 
 def resident_bases(cfg, dims, kind, layer):
     """Keyword arguments of ``compile_<kind>`` (``"forward"``, ``"backward-data"``,
     ``"backward-weight"``) for ``layer`` of a network of widths ``dims`` whose activations stay
-    on the wafer (:func:`activation_homes`): ``x_home`` (X resident, not loaded: hidden layers,
-    except backward-weight on the lanes, which reads ``X^T``), ``keep_home`` (forward of a hidden
-    layer: where its outputs stay) and ``sram_limit`` (the working set stays below the homes)."""
+    on the wafer (:func:`activation_homes`): ``x_home`` (the layer's input resident, not loaded:
+    ``X`` for the hidden layers, ``X^T`` for backward-weight on the lanes), ``keep_home`` and
+    ``keep_t_home`` (forward of a hidden layer: where its outputs stay, and transposed) and
+    ``sram_limit`` (the working set stays below the homes)."""
     homes = activation_homes(cfg, dims)
-    args = {"sram_limit": min(homes.values(), default=cfg.sram_words),
-            "x_home": homes.get(layer)}
+    bases = [b for home in homes.values() for b in home if b is not None]
+    x, xt = homes.get(layer, (None, None))
+    args = {"sram_limit": min(bases, default=cfg.sram_words), "x_home": x}
     if kind == "forward":
-        args["keep_home"] = homes.get(layer + 1)
+        args["keep_home"], args["keep_t_home"] = homes.get(layer + 1, (None, None))
     elif kind == "backward-weight":
         if dw_on_lanes(cfg, dims[layer]):
-            args["x_home"] = None
+            args["x_home"] = xt
     elif kind != "backward-data":
         raise ValueError(f"unknown phase kind {kind!r}")
     return args
@@ -352,9 +367,9 @@ def compile_backward_weight(cfg, *, m, k, batch, x16=None, dz16=None, x_home=Non
     RAMP; every PE's FMAC (``count = L`` wavelets b per row, ``group = C``) makes row ``n = m*C +
     c`` the L features ``c*L ..`` of ``partial[m]``. Otherwise a **VEC DOT** per output row over
     the stored ``X[K_q, B_p]`` (one vector per k) and ``dZ[M, B_p]`` (every PE). With ``x16`` /
-    ``dz16`` the writes load them (on the lanes ``dz16`` gives ``west_in`` instead). With VEC DOT,
-    ``x_home`` says ``X`` is resident there (not loaded; the working set from 0, below
-    ``sram_limit``); on the lanes ``X^T`` is always loaded."""
+    ``dz16`` the writes load them (on the lanes ``dz16`` gives ``west_in`` instead). ``x_home``
+    says ``X`` (VEC DOT) or ``X^T`` (on the lanes) is resident there (not loaded; the working set
+    from 0, below ``sram_limit``)."""
     _check_fit(cfg, m=m, k=k, batch=batch)
     _resident_x("backward-weight", x_home, x16)
     P, Q, L = cfg.mesh_rows, cfg.mesh_cols, cfg.lanes
@@ -367,9 +382,6 @@ def compile_backward_weight(cfg, *, m, k, batch, x16=None, dz16=None, x_home=Non
                     f"backward-weight: column {q} holds {m} x {len(k_slices[q])} = {n} partials, "
                     f"not a multiple of lanes={L} (the column chain adds whole L-word vectors)")
     lanes = dw_on_lanes(cfg, k)
-    if lanes and x_home is not None:
-        raise WaferCompileError("backward-weight on the lanes reads X^T (sample-major), which the "
-                                "host loads: X cannot be resident (x_home must be None)")
     pes, routes = {}, {}
     x_base = 0 if x_home is None else x_home
     for p in range(P):

@@ -6,7 +6,8 @@ Per descriptor ``t``: the descriptor ``desc[t]``, ``active``, ``pos`` (word with
 FMAC/STORE unit counted one cycle after its last wavelet, in stage 1), the running
 addresses ``aptr`` (FMAC: the operand row of the next wavelet; VEC: A of unit ``cnt``), ``bptr`` (VEC:
 B of unit ``cnt``), ``dptr`` (the destination of unit ``cnt``: FMAC ``dst_base + cnt*L``, STORE and
-VEC ``dst_base + (cnt - lo)*U`` once ``cnt >= lo``), and ``in_range`` (``lo <= cnt < hi``).
+VEC ``dst_base + (cnt - lo)*U`` once ``cnt >= lo``; a transposed STORE, ``b_stride`` set, ``U = 1``,
+its words at ``dptr + pos*b_stride``, :func:`store_offset`), and ``in_range`` (``lo <= cnt < hi``).
 Running addresses are 17 bits so an address past a 16-bit SRAM is seen, not wrapped. ``group``
 (0 counts as 1) takes units in groups: an FMAC row ``n`` reads its operands from ``a_base + (n mod
 group)*L`` on (a row per L-word chunk, the chunks again for the next group), a VEC unit ``n``
@@ -43,11 +44,19 @@ from arch.wavelet import MAX_COLORS
 
 from .layouts import struct_layout
 
-__all__ = ["DescriptorTable", "Descriptor", "PTR_BITS", "state_shapes"]
+__all__ = ["DescriptorTable", "Descriptor", "PTR_BITS", "state_shapes", "store_offset"]
 
 # One task descriptor (arch.pe_map.DESCRIPTOR, DESC_WORDS configuration words).
 Descriptor = struct_layout(DESCRIPTOR)
 PTR_BITS = 17
+
+
+def store_offset(d, pos, lanes):
+    """Offset from ``dptr`` of word ``pos`` (``< lanes``) of a STORE unit of descriptor ``d``:
+    ``pos``, or ``pos * b_stride`` for a transposed STORE (``arch.pe_map.store_addr``; ``pos``
+    has ``ceil(log2(lanes))`` bits, so the product is ``log2(lanes)`` shifted adds)."""
+    bits = max(1, (lanes - 1).bit_length())
+    return Mux(d.b_stride == 0, pos, pos[:bits] * d.b_stride)
 
 
 def state_shapes(cfg, *names):
@@ -148,7 +157,7 @@ class DescriptorTable(wiring.Component):
                         m.d.sync += [cnt.eq(cnt + 1), rep[t].eq(Mux(group_end, 0, rep[t] + 1)),
                                      rbase[t].eq(next_row), aptr.eq(next_row)]
                         with m.If(fmac | self.in_range[t]):
-                            m.d.sync += dptr.eq(dptr + L)
+                            m.d.sync += dptr.eq(dptr + Mux(fmac | (d.b_stride == 0), L, 1))
                     with m.Else():
                         m.d.sync += aptr.eq(aptr + d.a_stride)
                 with m.If(self.v_issue & (self.v_issue_t == t)):

@@ -21,7 +21,7 @@ from amaranth.lib.wiring import In, Out
 
 from arch.pe_map import FAULT_STATUS, Fault, Op
 
-from .pe_descriptor_table import state_shapes
+from .pe_descriptor_table import PTR_BITS, state_shapes, store_offset
 from .wavelet import Wavelet
 
 __all__ = ["StoreEngine"]
@@ -77,7 +77,9 @@ class StoreEngine(wiring.Component):
         d = self.desc[sel]
         pos, n, dptr = self.pos[sel], self.cnt[sel], self.dptr[sel]
         in_range = self.in_range.bit_select(sel, 1)
-        past = in_range & (dptr + pos >= S)
+        word = Signal(PTR_BITS + 2)
+        m.d.comb += word.eq(dptr + store_offset(d, pos, L))
+        past = in_range & (word >= S)
         taken = fire & match.any() & ~dup
         m.d.comb += [
             self.unit_end.eq(pos == L - 1),
@@ -100,7 +102,7 @@ class StoreEngine(wiring.Component):
                 s1_write.eq(in_range),
                 s1_unit_end.eq(self.unit_end),
                 s1_t.eq(sel),
-                s1_addr.eq(Mux(in_range, dptr + pos, 0)),
+                s1_addr.eq(Mux(in_range, word, 0)),
                 s1_data.eq(self.rx2.payload.data),
             ]
         return m

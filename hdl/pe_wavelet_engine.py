@@ -23,7 +23,7 @@ from arch.pe_map import FAULT_STATUS, Fault, Op
 
 from .bf16_mul import Bf16MulCore
 from .fp32_add import Fp32AddCore
-from .pe_descriptor_table import state_shapes
+from .pe_descriptor_table import state_shapes, store_offset
 from .wavelet import Wavelet
 
 __all__ = ["WaveletEngine"]
@@ -80,7 +80,7 @@ class WaveletEngine(wiring.Component):
         past = Signal()
         m.d.comb += past.eq(Mux(is_fmac,
                                 (aptr + L > S) | (self.unit_end & (dptr + L > S)),
-                                in_range & (dptr + wpos >= S)))
+                                in_range & (dptr + store_offset(wd, wpos, L) >= S)))
         taken = Signal()
         m.d.comb += taken.eq(fire & match.any() & ~dup & ~conflict)
         m.d.comb += [
@@ -111,7 +111,7 @@ class WaveletEngine(wiring.Component):
             self.inc_t.eq(wsel),
             s1_w.eq(self.rx.payload.data[16:32]),
             s1_data.eq(self.rx.payload.data),
-            s1_addr.eq(Mux(is_fmac, dptr, dptr + wpos)),
+            s1_addr.eq(Mux(is_fmac, dptr, dptr + store_offset(wd, wpos, L))),
         ]
 
         # ---- stage 1: the lanes --------------------------------------------------------------

@@ -37,6 +37,7 @@ from arch.pe_map import (
     descriptor_writes,
     encode,
     status_base,
+    store_addr,
     unpack_pair,
 )
 from arch.ports import OPPOSITE, STEP
@@ -44,7 +45,7 @@ from models.numerics import bf16_bits, bf16_mul, bits, f32, fp32_add
 from models.pipeline.mapping import split
 
 __all__ = ["PeModel", "unit_cycles", "VEC_FETCH_CYCLES", "DEP_TO_TX_CYCLES", "forward_kernel", "run_forward_kernel",
-           "ramp2_colors", "COLOR_W", "COLOR_PSUM", "COLOR_RESULT"]
+           "ramp2_colors", "COLOR_W", "COLOR_PSUM", "COLOR_RESULT", "COLOR_RESULT_T"]
 
 
 # Cycles from the rx transfer of the wavelet that completes a unit (an FMAC row, a STORE vector)
@@ -243,7 +244,7 @@ class PeModel:
         only). RANGE (after UNBOUND, DUP_COLOR, ACC_CONFLICT): FMAC
         wavelet ``i`` of row ``n`` when ``a_base + (n mod group)*L + i*a_stride + L > S`` (its
         operands), or, for the row's last wavelet, ``dst_base + n*L + L > S``; STORE wavelet ``j``
-        of vector ``n`` in ``[lo, hi)`` when ``dst_base + (n - lo)*L + j >= S``."""
+        of vector ``n`` in ``[lo, hi)`` when its word (``arch.pe_map.store_addr``) is ``>= S``."""
         matches = [t for t in range(self.T) if self.active[t]
                    and self.desc[t]["op"] in ops and self.desc[t]["color"] == color]
         if not matches:
@@ -280,7 +281,7 @@ class PeModel:
         else:  # STORE
             v, j = self.n[t], self.pos[t]
             if d["lo"] <= v < d["hi"]:
-                addr = d["dst_base"] + (v - d["lo"]) * L + j
+                addr = store_addr(d, v, j, L)
                 if addr >= S:
                     self._range_fault(t)
                     return
@@ -380,6 +381,7 @@ class PeModel:
 # ---- the forward micro-kernel of docs/architecture.md#layer-mapping as PE programs ----
 
 COLOR_W, COLOR_PSUM, COLOR_RESULT = 0, 1, 2
+COLOR_RESULT_T = 3      # the results again, for their owners' transposed copy
 
 
 def ramp2_colors(descs):
@@ -398,13 +400,18 @@ def _split(n, parts):
     return [range(s.start, s.stop) for s in split(n, parts)]
 
 
-def forward_kernel(*, lanes, sram_words, rows, cols, m, k, x_base=None, keep_base=None):
+def forward_kernel(*, lanes, sram_words, rows, cols, m, k, x_base=None, keep_base=None,
+                   keep_t_base=None):
     """Programs of the forward micro-kernel ``Z = W X`` on a ``rows x cols`` mesh of PEs.
 
     SRAM of each PE: ``X[K_q, B_p]`` at ``x_base`` (one L-word vector per k; ``None``: at 0, before
     the working set), the working set (FMAC sums, incoming partial sums) from 0 (or after X), the
     kept outputs at ``keep_base`` (``None``: after the working set); ``sram_words`` bounds the
-    working set, and X and the kept outputs when they are placed after it.
+    working set, and X and the kept outputs when they are placed after it. With ``keep_t_base``
+    every PE also keeps its outputs transposed there, ``A^T[B_p, own]`` (``|own|`` words per
+    sample, what backward-weight on the lanes reads): the east PE sends every result row a second
+    time on :data:`COLOR_RESULT_T` (a second VEC, no store), which reaches every PE of the row, its
+    own included, and a transposed STORE (``b_stride = |own|``) keeps the own rows.
 
     Partition (models.pipeline.mapping): column q holds ``X[K_q]``, row p the batch slice
     ``B_p`` of ``lanes`` columns (batch = ``rows * lanes``); the outputs of row m are kept by the
@@ -455,7 +462,15 @@ def forward_kernel(*, lanes, sram_words, rows, cols, m, k, x_base=None, keep_bas
                                 b_base=psum, b_stride=L, count=1, reps=m, **post)
             if not last:
                 descs[3] = dict(op=Op.STORE, enable=1, color=COLOR_RESULT, reps=m, **keep)
-            pes[(p, q)] = {"descs": descs, "x_base": xb, "k": kq, "own": own, "xn_base": xn}
+            if keep_t_base is not None:
+                if last:                # the row's results again, not stored here
+                    finish = descs[1] if first else descs[2]
+                    descs[4] = {f: v for f, v in finish.items() if f not in ("store", "lo", "hi", "dst_base")}
+                    descs[4]["color"] = COLOR_RESULT_T
+                descs[5] = dict(op=Op.STORE, enable=1, color=COLOR_RESULT_T, reps=m, lo=own.start,
+                                hi=own.stop, dst_base=keep_t_base, b_stride=len(own))
+            pes[(p, q)] = {"descs": descs, "x_base": xb, "k": kq, "own": own, "xn_base": xn,
+                           "xt_base": keep_t_base}
             w_out = ["RAMP"] + (["S"] if p < rows - 1 else [])
             r = [(COLOR_W, "N", w_out)]
             if not last:
@@ -468,6 +483,8 @@ def forward_kernel(*, lanes, sram_words, rows, cols, m, k, x_base=None, keep_bas
                 r.append((COLOR_RESULT, "RAMP", ["W"]))
             else:
                 r.append((COLOR_RESULT, "E", ["RAMP", "W"]))
+            if keep_t_base is not None:         # to every PE of the row, not out of the mesh
+                r.append((COLOR_RESULT_T, "RAMP" if last else "E", ["RAMP"] + (["W"] if not first else [])))
             routes[(p, q)] = r
     return {"pes": pes, "routes": routes, "edge_out": "E" if cols == 1 else "W",
             "ramp2": {pq: ramp2_colors(info["descs"]) for pq, info in pes.items()},

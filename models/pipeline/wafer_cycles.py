@@ -8,8 +8,8 @@ the columns' results share the row links to the edge; stores wait for banks.
 
 PE timing (``hdl/pe_core.py``): ``rx`` always ready; a wavelet received in cycle ``t`` steps the
 matching FMAC/STORE at once; stage 1 writes SRAM in ``t + 1`` (an FMAC row's last wavelet: the
-row, ``dst_base + n*L + 0:L``; STORE word ``j`` of vector ``n`` in ``[lo, hi)``: ``dst_base +
-(n-lo)*L + j``) and the unit's ``done`` count rises at the end of ``t + 1``. The store engine
+row, ``dst_base + n*L + 0:L``; STORE word ``j`` of vector ``n`` in ``[lo, hi)``:
+``arch.pe_map.store_addr``) and the unit's ``done`` count rises at the end of ``t + 1``. The store engine
 does the same for a STORE wavelet received on ``rx2`` (the router's RAMP2 channel), except that
 its stage-1 word waits while the wavelet engine's stage 1 writes its bank, and ``rx2`` is not
 ready in the cycles it waits; the unit counts when its last word is written. The vector unit
@@ -33,7 +33,7 @@ write.
 
 from collections import deque
 
-from arch.pe_map import Op, VecMode
+from arch.pe_map import Op, VecMode, store_addr
 from arch.ports import NUM_PORTS, RAMP2, Port
 from arch.router_map import route_mask
 from models.fabric import FabricModel
@@ -105,7 +105,7 @@ class _PeTiming:
         n, lo, L = self.cnt[t], self._get(t, "lo"), self.L
         bank = None
         if lo <= n < self._get(t, "hi"):
-            bank = (self._get(t, "dst_base") + (n - lo) * L + self.pos[t]) % self.NB
+            bank = store_addr(self.d[t], n, self.pos[t], L) % self.NB
         end = self.pos[t] + 1 == L
         return bank, end
 

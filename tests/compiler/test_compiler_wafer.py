@@ -69,45 +69,49 @@ def test_packed_loads_fill_sram_as_plain_writes_would():
 
 
 def test_activations_stay_where_the_next_phases_read_them():
-    """activation_homes stacks each hidden layer's X down from the top of SRAM; forward l keeps
-    its outputs at layer l + 1's home, which forward, backward-data and backward-weight (VEC DOT)
-    of layer l + 1 read without loading X; backward-weight on the lanes loads X^T."""
-    from compiler.wafer import (
-        activation_homes,
-        compile_backward_data,
-        compile_backward_weight,
-        dw_on_lanes,
-        resident_bases,
-    )
+    """activation_homes stacks each hidden layer's X (and X^T where its backward-weight runs on
+    the lanes) down from the top of SRAM; forward l keeps its outputs at layer l + 1's homes, which
+    forward, backward-data and backward-weight of layer l + 1 read without loading anything."""
+    from compiler.wafer import activation_homes, compile_backward_data, compile_backward_weight, \
+        dw_on_lanes, resident_bases
     cfg = CFG.replace(sram_words=4096)
-    dims, L, batch = (64, 30, 12, 10), cfg.lanes, 2 * cfg.lanes
+    dims, L, batch = (64, 24, 30, 10), cfg.lanes, 2 * cfg.lanes     # 24: 8 per column, on the lanes
     homes = activation_homes(cfg, dims)
-    assert homes == {1: 4096 - 10 * L, 2: 4096 - 10 * L - 4 * L}       # max |K_q|: 10, then 4
-    fwd0 = compile_forward(cfg, m=30, k=64, batch=batch, **resident_bases(cfg, dims, "forward", 0))
-    fwd1 = compile_forward(cfg, m=12, k=30, batch=batch, **resident_bases(cfg, dims, "forward", 1))
-    bd1 = compile_backward_data(cfg, m=12, k=30, batch=batch, **resident_bases(cfg, dims, "backward-data", 1))
-    bw1 = resident_bases(cfg, dims, "backward-weight", 1)
-    assert not dw_on_lanes(cfg, 30) and bw1["x_home"] == homes[1]
-    bw1 = compile_backward_weight(cfg, m=12, k=30, batch=batch, **bw1)
+    top = 4096 - 8 * L
+    assert homes == {1: (top, top - 8 * L), 2: (top - 8 * L - 10 * L, None)}   # max |K_q|: 8, then 10
+    assert dw_on_lanes(cfg, 24) and not dw_on_lanes(cfg, 30)
+
+    def phase(kind, l, fn, **kw):
+        return fn(cfg, m=dims[l + 1], k=dims[l], batch=batch, **kw, **resident_bases(cfg, dims, kind, l))
+    fwd0 = phase("forward", 0, compile_forward)
+    fwd1 = phase("forward", 1, compile_forward)
+    bd1 = phase("backward-data", 1, compile_backward_data)
+    bw1 = phase("backward-weight", 1, compile_backward_weight)
+    bd2 = phase("backward-data", 2, compile_backward_data)
+    bw2 = phase("backward-weight", 2, compile_backward_weight)
+    assert bw1.plan["dw"] == "lanes" and bw2.plan["dw"] == "dot"
     for pq, info in fwd0.plan["pes"].items():
-        assert info["xn_base"] == homes[1] and fwd0.plan["pes"][pq]["x_base"] == 0
-        assert fwd1.plan["pes"][pq]["x_base"] == homes[1] == fwd1.plan["pes"][pq]["descs"][0]["a_base"]
-        assert fwd1.plan["pes"][pq]["xn_base"] == homes[2]
-        assert bd1.plan["pes"][pq]["descs"][1]["a_base"] == homes[1]      # MASK reads the kept X
-        assert bw1.plan["pes"][pq]["descs"][0]["a_base"] == homes[1]      # DOT reads the kept X
-        for ph in (fwd0, fwd1, bd1, bw1):                                 # working sets below the homes
-            assert ph.plan["pes"][pq].get("sram", 0) <= homes[2]
-    assert resident_bases(cfg, (64, 24, 10), "backward-weight", 1)["x_home"] is None   # on the lanes
+        assert (info["x_base"], info["xn_base"], info["xt_base"]) == (0, *homes[1])
+        assert info["descs"][5]["b_stride"] == len(info["own"]) == 8      # the transposed STORE
+        assert fwd1.plan["pes"][pq]["x_base"] == homes[1][0] == fwd1.plan["pes"][pq]["descs"][0]["a_base"]
+        assert fwd1.plan["pes"][pq]["xn_base"] == homes[2][0] and 5 not in fwd1.plan["pes"][pq]["descs"]
+        assert bd1.plan["pes"][pq]["descs"][1]["a_base"] == homes[1][0]     # MASK reads the kept X
+        assert bw1.plan["pes"][pq]["descs"][0]["a_base"] == homes[1][1]     # the FMAC reads X^T
+        assert bd2.plan["pes"][pq]["descs"][1]["a_base"] == homes[2][0]
+        assert bw2.plan["pes"][pq]["descs"][0]["a_base"] == homes[2][0]     # DOT reads X
+        for ph in (fwd0, fwd1, bd1, bw1, bd2, bw2):                          # working sets below
+            assert ph.plan["pes"][pq].get("sram", 0) <= homes[2][0]
     assert resident_bases(cfg, (64, 10), "forward", 0) == {"sram_limit": 4096, "x_home": None,
-                                                           "keep_home": None}
+                                                           "keep_home": None, "keep_t_home": None}
 
 
 def test_resident_x_errors():
-    from compiler.wafer import compile_backward_weight
     x16 = np.zeros((32, 8), np.uint16)
     with pytest.raises(WaferCompileError, match="X is resident at 100, so there is no X to load"):
         compile_forward(CFG, m=8, k=32, batch=8, x16=x16, x_home=100)
-    with pytest.raises(WaferCompileError, match="on the lanes reads X.T .* X cannot be resident"):
-        compile_backward_weight(CFG, m=8, k=24, batch=8, x_home=100)
     with pytest.raises(WaferCompileError, match="below the resident activations at 64"):
         compile_forward(CFG, m=9, k=32, batch=8, x_home=1000, keep_home=1500, sram_limit=64)
+    with pytest.raises(WaferCompileError, match="transposed needs a hidden layer and 6 task descriptors"):
+        compile_forward(CFG, m=9, k=32, batch=8, keep_home=1000, keep_t_home=1500, last=True)
+    with pytest.raises(WaferCompileError, match=r"6 task descriptors per PE \(num_tasks=4\)"):
+        compile_forward(CFG.replace(num_tasks=4), m=9, k=32, batch=8, keep_home=1000, keep_t_home=1500)

@@ -312,6 +312,36 @@ def test_store_engine_chains_and_range():
     run(cfg, prog, gap_prob=0.3)
 
 
+def test_transposed_store():
+    """A STORE with ``b_stride`` set writes word ``j`` of vector ``n`` (``lo <= n < hi``) at
+    ``dst_base + (n - lo) + j*b_stride``, on ``rx`` (wavelet engine) and ``rx2`` (store engine) at
+    once; a word past SRAM faults ``RANGE`` though the vector's first word fits. As the model, and
+    the layout checked here from the inputs."""
+    rng = np.random.default_rng(13)
+    cfg, L, S = preset("tiny", lanes=4, sram_banks=4), 4, TINY.sram_words
+    fault = status(cfg, "FAULT")
+    a, b = fp32_words(rng, 7 * L), fp32_words(rng, 3 * L)
+    prog = Program(cfg)
+    prog.step(writes=desc_writes(cfg, 0, op=Op.STORE, enable=1, color=1, dst_base=100, reps=7, lo=1,
+                                 hi=6, b_stride=5)
+              + desc_writes(cfg, 1, op=Op.STORE, enable=1, color=2, dst_base=200, reps=3, lo=0, hi=3,
+                            b_stride=6),
+              wavelets=[(1, w) for w in a], wavelets2=[(2, w) for w in b],
+              reads=list(range(100, 120)) + list(range(200, 224)) + [done_addr(cfg, 0), done_addr(cfg, 1)])
+    got = np.array(prog.expected_reads[-1][:44], dtype=np.uint32)
+    want_a = np.array([a[(1 + k) * L + j] for j in range(L) for k in range(5)], dtype=np.uint32)
+    assert np.array_equal(got[:20], want_a)
+    t_b = got[20:44].reshape(L, 6)
+    assert np.array_equal(t_b[:, :3], b.reshape(3, L).T) and not t_b[:, 3:].any()
+    assert prog.expected_reads[-1][44:] == [7, 3]
+    prog.step(writes=desc_writes(cfg, 2, op=Op.STORE, enable=1, color=3, dst_base=S - 3, reps=1, lo=0,
+                                 hi=1, b_stride=2),
+              wavelets2=[(3, w) for w in fp32_words(rng, L)], reads=list(range(S - 3, S)) + [fault])
+    assert FAULT_STATUS.unpack(prog.expected_reads[-1][-1]) == {"flag": 1, "code": Fault.RANGE,
+                                                                "index": 2}
+    run(cfg, prog, gap_prob=0.3, stall_prob=0.2)
+
+
 def test_fmac_utilization_at_line_rate():
     """Weights at one wavelet per cycle: rx never stalls, every lane does one FMAC per cycle
     (measured FMAC_CYCLES = the model's count = weights), rows back to back."""

@@ -49,17 +49,19 @@ def test_fmac_rows_equal_kernel_forward():
     assert mdl.cycles(0) == mdl.fmac_cycles == M * K
 
 
-@pytest.mark.parametrize("rows,cols,shuffle", [(1, 4, False), (1, 4, True), (3, 1, True),
-                                               (2, 3, True)])
-def test_forward_micro_kernel_equals_pipeline_kernels(rows, cols, shuffle):
+@pytest.mark.parametrize("rows,cols,shuffle,transposed", [
+    (1, 4, False, False), (1, 4, True, True), (3, 1, True, True), (2, 3, True, False), (2, 3, True, True)])
+def test_forward_micro_kernel_equals_pipeline_kernels(rows, cols, shuffle, transposed):
     """The forward micro-kernel on a mesh of PE models (ideal fabric, any arrival order) gives
-    relu_bf16(kernels.forward(W, X)) at the edge and in the owners' SRAM, bit for bit."""
+    relu_bf16(kernels.forward(W, X)) at the edge and in the owners' SRAM, bit for bit, and with
+    ``keep_t_base`` also transposed (``A^T[B_p, own]``) in the owners' SRAM, nothing more at the edge."""
     rng = np.random.default_rng(rows * 10 + cols + shuffle)
     M, K = 10, 11
     B = rows * L
     w16, x16 = rand_bf16(rng, (M, K)), rand_bf16(rng, (K, B))
     w16[0, 0], x16[0, 0] = 0x7F80, 0x0000          # inf * 0 -> NaN in row 0
-    plan = pe.forward_kernel(lanes=L, sram_words=S, rows=rows, cols=cols, m=M, k=K)
+    xt = S - 64 if transposed else None
+    plan = pe.forward_kernel(lanes=L, sram_words=S, rows=rows, cols=cols, m=M, k=K, keep_t_base=xt)
     models, edges = pe.run_forward_kernel(plan, lanes=L, sram_words=S, num_tasks=T, num_colors=C,
                                           w16=w16, x16=x16, rng=rng if shuffle else None)
     a16 = kernels.relu_bf16(kernels.forward(w16, x16, (rows, cols)))
@@ -71,6 +73,9 @@ def test_forward_micro_kernel_equals_pipeline_kernels(rows, cols, shuffle):
             own = info["own"]
             kept = mdl.mem[info["xn_base"]:info["xn_base"] + len(own) * L].reshape(len(own), L)
             assert np.array_equal(kept >> 16, a16[own.start:own.stop, p * L:(p + 1) * L])
+            if transposed:
+                kept_t = mdl.mem[xt:xt + len(own) * L].reshape(L, len(own))
+                assert np.array_equal(kept_t >> 16, a16[own.start:own.stop, p * L:(p + 1) * L].T)
             assert mdl.fault is None
             assert not any(mdl.active)
 
