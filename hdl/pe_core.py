@@ -15,7 +15,9 @@ bound to colors. Three engines run concurrently:
 Ports: ``rx: In(stream.Signature(Wavelet))`` (from the router's RAMP output), ``rx2:
 In(stream.Signature(Wavelet))`` (from the router's RAMP2 output), ``tx:
 Out(stream.Signature(Wavelet))`` (to the router's RAMP input; registered: valid and payload are
-flops), ``cfg: In(ConfigBus())``, ``fault: Out(1)`` (the sticky fault flag).
+flops), ``cfg: In(ConfigBus())``, ``fault: Out(1)`` (the sticky fault flag), ``busy: Out(1)``
+(registered: a descriptor was active in the previous cycle; low means every run has ended and
+its last word is written, so the core holds its results).
 
 Parts: :class:`~hdl.pe_descriptor_table.DescriptorTable` (descriptors, commit checks, run state,
 running addresses), :class:`~hdl.pe_wavelet_engine.WaveletEngine`,
@@ -136,7 +138,7 @@ class PeCore(wiring.Component):
             "rx2": In(stream.Signature(Wavelet)),
             "tx": Out(stream.Signature(Wavelet)),
             "cfg": In(ConfigBus()),
-            "fault": Out(1),
+            "fault": Out(1), "busy": Out(1),
         })
 
     def elaborate(self, platform):
@@ -147,6 +149,7 @@ class PeCore(wiring.Component):
 
         sram = m.submodules.sram = PeSram(words=S, banks=cfg.sram_banks, lanes=L)
         table = m.submodules.table = DescriptorTable(cfg)
+        m.d.sync += self.busy.eq(table.active.any())
         weng = m.submodules.wavelet_engine = WaveletEngine(cfg)
         seng = m.submodules.store_engine = StoreEngine(cfg)
         vec = m.submodules.vector_unit = VectorUnit(cfg)

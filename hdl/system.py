@@ -15,7 +15,7 @@ weights of column ``q``, bf16 in the low half), ``grads: Out(stream.Signature(Ta
 order), ``cfg: In(ConfigBus()).array(N)`` (wafer n's bus, see
 :mod:`hdl.wafer`), ``west_in``, ``west_out``, ``east_in``, ``east_out``: ``N x P`` arrays of
 wavelet streams (the host edges of wafer n, row p), ``error: Out(1)`` (SwarmX last mismatch or
-any router error), ``fault: Out(1)`` (any PE core fault).
+any router error), ``fault: Out(1)`` (any PE core fault), ``busy: Out(1)`` (any wafer's ``busy``).
 """
 
 from amaranth import Module
@@ -44,7 +44,7 @@ class System(wiring.Component):
             "cfg": In(ConfigBus()).array(n),
             "west_in": In(wave).array(n, P), "west_out": Out(wave).array(n, P),
             "east_in": In(wave).array(n, P), "east_out": Out(wave).array(n, P),
-            "error": Out(1), "fault": Out(1),
+            "error": Out(1), "fault": Out(1), "busy": Out(1),
         })
 
     @property
@@ -53,7 +53,7 @@ class System(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        error, fault = 0, 0
+        error, fault, busy = 0, 0, 0
         for q, tree in enumerate(self.trees):
             m.submodules[f"tree{q}"] = tree
             wiring.connect(m, wiring.flipped(self.weights[q]), tree.bcast_in)
@@ -72,5 +72,6 @@ class System(wiring.Component):
                 wiring.connect(m, wafer.east_out[p], wiring.flipped(self.east_out[i][p]))
             error = error | wafer.error
             fault = fault | wafer.fault
-        m.d.comb += [self.error.eq(error), self.fault.eq(fault)]
+            busy = busy | wafer.busy
+        m.d.comb += [self.error.eq(error), self.fault.eq(fault), self.busy.eq(busy)]
         return m

@@ -18,7 +18,8 @@ Ports (``P = cfg.mesh_rows``, ``Q = cfg.mesh_cols``)
     ports on the west / east edges of row ``p`` (activations, labels, dZ in; results out). The
     host takes every color (accept masks all ones).
 ``cfg: In(ConfigBus())``; ``error: Out(1)`` (any router's sticky error); ``fault: Out(1)`` (any
-    core's sticky fault).
+    core's sticky fault); ``busy: Out(1)`` (any core's ``busy``: low when every PE's runs have
+    ended, the completion barrier of a phase whose results stay on the wafer).
 
 Configuration address map
 -------------------------
@@ -68,7 +69,7 @@ class Wafer(wiring.Component):
         wave = stream.Signature(Wavelet)
         tagged = stream.Signature(TaggedWord)
         super().__init__({
-            "cfg": In(ConfigBus()), "error": Out(1), "fault": Out(1),
+            "cfg": In(ConfigBus()), "error": Out(1), "fault": Out(1), "busy": Out(1),
             "weights": In(tagged).array(Q), "grads": Out(tagged).array(Q),
             "west_in": In(wave).array(P), "west_out": Out(wave).array(P),
             "east_in": In(wave).array(P), "east_out": Out(wave).array(P),
@@ -159,7 +160,8 @@ class Wafer(wiring.Component):
                             m.d.comb += count_written[a - ADAPTER["G_COUNT"]].eq(1)
 
         faults = Cat(*(mesh.cores[r][q].fault for r in range(P) for q in range(Q)))
-        m.d.comb += [self.error.eq(mesh.error), self.fault.eq(faults.any())]
+        busy = Cat(*(mesh.cores[r][q].busy for r in range(P) for q in range(Q)))
+        m.d.comb += [self.error.eq(mesh.error), self.fault.eq(faults.any()), self.busy.eq(busy.any())]
         return m
 
 

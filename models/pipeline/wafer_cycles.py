@@ -282,8 +282,12 @@ def _fabric(rows, cols, num_colors, vc_depth, routes, ramp2):
 
 def simulate_phase(plan, *, rows, cols, lanes, sram_banks, num_colors, vc_depth, streams=None,
                    weight_color=0, first=0, sinks=None, grads=None, commits=None,
-                   west_in=None, west_first=0, max_cycles=1_000_000):
-    """Simulate a phase; returns the cycle of the last transfer out of the mesh.
+                   west_in=None, west_first=0, barrier=True, max_cycles=1_000_000):
+    """Simulate a phase; returns the cycle the phase is complete in the terms of a transfer out of
+    the mesh: the last transfer out, or with ``barrier`` (the harness waits for every PE's
+    ``busy`` to drop, docs/wafer.md#completion) the later of that and the cycle after the last one
+    in which a PE still had an active descriptor (``busy`` is a register of it, so it drops a cycle
+    later than a sink's count rises).
 
     ``plan``: ``{"pes": {(p, q): {"descs": ...}}, "routes": {(p, q): [(color, in, [outs])]},
     "ramp2": {(p, q): mask}}`` (the layer compiler's plan; ``ramp2`` may be missing);
@@ -307,7 +311,7 @@ def simulate_phase(plan, *, rows, cols, lanes, sram_banks, num_colors, vc_depth,
     players = [_Player([(0, q, Port.N)] * n, weight_color, first) for q, n in (streams or {}).items()]
     players += [_Player([(p, 0, Port.W)] * n, color, west_first)
                 for p, (color, n) in (west_in or {}).items()]
-    last_out = None
+    last_out, last_busy = None, -1
     for t in range(max_cycles):
         for pe in pes.values():
             pe.commit(t)
@@ -335,8 +339,11 @@ def simulate_phase(plan, *, rows, cols, lanes, sram_banks, num_colors, vc_depth,
                 raise ValueError(f"a wavelet of color {color} left the mesh at {port}")
         for (p, q), pe in pes.items():
             pe.cycle(rx.get((p, q)), bool(accepted.get((p, q, Port.RAMP))), rx2.get((p, q)))
-        if all(n <= 0 for n in left.values()) and not any(player.ports for player in players):
+        if barrier and any(any(pe.active.values()) for pe in pes.values()):
+            last_busy = t
+        if (all(n <= 0 for n in left.values()) and not any(player.ports for player in players)
+                and last_busy < t):
             if any(n < 0 for n in left.values()):
                 raise ValueError(f"sinks received extra words: {left}")
-            return last_out
+            return max(last_out, last_busy + 2)
     raise RuntimeError(f"phase did not finish within {max_cycles} cycles")

@@ -72,8 +72,13 @@ def test_activations_stay_where_the_next_phases_read_them():
     """activation_homes stacks each hidden layer's X (and X^T where its backward-weight runs on
     the lanes) down from the top of SRAM; forward l keeps its outputs at layer l + 1's homes, which
     forward, backward-data and backward-weight of layer l + 1 read without loading anything."""
-    from compiler.wafer import activation_homes, compile_backward_data, compile_backward_weight, \
-        dw_on_lanes, resident_bases
+    from compiler.wafer import (
+        activation_homes,
+        compile_backward_data,
+        compile_backward_weight,
+        dw_on_lanes,
+        resident_bases,
+    )
     cfg = CFG.replace(sram_words=4096)
     dims, L, batch = (64, 24, 30, 10), cfg.lanes, 2 * cfg.lanes     # 24: 8 per column, on the lanes
     homes = activation_homes(cfg, dims)
