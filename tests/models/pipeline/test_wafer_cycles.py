@@ -114,8 +114,9 @@ def test_weight_links_run_in_parallel():
     # 9, RUN 10..13, psum words transfer 11..14, at column 1's RAMP 14..17 (1 link + 2); its
     # STORE is done at the end of 18; the ADD: FIDLE 19 .. RUN 22..25, words 23..26, one link west
     # and out of the west edge 26..29. Column 0 keeps the result: its STORE takes the last word on
-    # its RAMP2 channel in 28 and ends; with the completion barrier the phase ends one cycle after
-    # the edge's last word (busy, a register, drops in 30).
+    # its RAMP2 channel in 29 too and ends; busy, a register of its active flag, drops a cycle
+    # after a sink's count would rise: with the completion barrier the phase ends as a transfer in
+    # 30 would.
     two = pe.forward_kernel(lanes=4, sram_words=4096, rows=1, cols=2, m=1, k=2)
     args = dict(streams={0: 1, 1: 1}, weight_color=pe.COLOR_W, first=3, sinks={(0, 0, "W"): 4},
                 **dict(ONE, cols=2))
