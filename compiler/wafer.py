@@ -49,7 +49,8 @@ from models import pe
 __all__ = ["WaferCompileError", "WaferPhase", "compile_forward", "compile_backward_weight",
            "compile_backward_data", "forward_expected_outputs", "logits_expected_outputs",
            "COLOR_GRAD", "COLOR_DX0", "COLOR_DZ", "dw_on_lanes", "backward_weight_west_in", "split_dx",
-           "weight_streams", "join_gradients", "activation_homes", "resident_bases"]
+           "weight_streams", "join_gradients", "activation_homes", "resident_bases",
+           "can_transpose_x"]
 
 FORWARD_COLORS = 4      # weights, psum chain, results (models.pe.COLOR_*), gradient chain
 COLOR_GRAD = 3          # the backward-weight column chain (south to north)
@@ -57,6 +58,7 @@ COLOR_DZ = 1            # backward-weight on the lanes: dZ from the west edge al
 COLOR_DX0 = 4           # backward-data: column q sends dZ_prev west on COLOR_DX0 + q
 FORWARD_TASKS = 4       # descriptors 0..3 of models.pe.forward_kernel
 FORWARD_T_TASKS = 6     # ... and 4, 5 when it keeps its outputs transposed too
+FORWARD_X_T_TASKS = 8   # ... and 6, 7 when it keeps its X transposed too
 # Descriptor count/reps/lo/hi fields and the adapter counters bound M and K.
 COUNT_LIMIT = 1 << min(ADAPTER_COUNT_BITS, *(DESCRIPTOR.field_width(f) for f in ("count", "reps", "lo", "hi")))
 
@@ -252,15 +254,17 @@ def _assemble(cfg, name, plan, loads, adapters, out_edge, link_words, sram_neede
 
 
 def compile_forward(cfg, *, m, k, batch, x16=None, last=False, x_home=None, keep_home=None,
-                    keep_t_home=None, sram_limit=None):
+                    keep_t_home=None, x_t_home=None, sram_limit=None):
     """The forward phase of a ``m x k`` layer on a ``cfg.mesh_rows x cfg.mesh_cols`` wafer for a
     batch of ``batch`` samples. With ``x16`` (K x batch bf16 bit patterns) the writes also load
     each PE's input slice ``X[K_q, B_p]`` into its SRAM (upper 16 bits of each word); with
     ``x_home`` it is already there (the previous layer kept it, :func:`resident_bases`) and
     nothing is loaded. ``keep_home``: where the kept outputs land (default: after the working
     set); ``keep_t_home``: where every PE also keeps them transposed (``A^T[B_p, own]``, for the
-    next layer's backward-weight on the lanes; ``models.pe.forward_kernel``); ``sram_limit``: the
-    working set ends below it (the resident activations above).
+    next layer's backward-weight on the lanes; ``models.pe.forward_kernel``); ``x_t_home``: where
+    every PE also keeps its ``X`` transposed (``X^T[B_p, K_q]``, for this layer's backward-weight
+    on the lanes; needs ``|K_q| <= m``); ``sram_limit``: the working set ends below it (the
+    resident activations above).
 
     Hidden layer (``last=False``): ReLU + bf16 at the east PE, results west to their owners (kept
     at ``xn_base``) and out of the west edge (east for one column), ``COLOR_RESULT``.
@@ -271,11 +275,16 @@ def compile_forward(cfg, *, m, k, batch, x16=None, last=False, x_home=None, keep
     if keep_t_home is not None and (last or cfg.num_tasks < FORWARD_T_TASKS):
         raise WaferCompileError("keeping the forward's outputs transposed needs a hidden layer and "
                                 f"{FORWARD_T_TASKS} task descriptors per PE (num_tasks={cfg.num_tasks})")
+    if x_t_home is not None and not can_transpose_x(cfg, m=m, k=k):
+        raise WaferCompileError(f"transposing X on the wafer needs {FORWARD_X_T_TASKS} task descriptors, "
+                                f"{pe.COLOR_X_T + 1} colors and |K_q| <= M (num_tasks={cfg.num_tasks}, "
+                                f"num_colors={cfg.num_colors}, {m}x{k} layer on {cfg.mesh_cols} columns)")
     L = cfg.lanes
     try:
         plan = pe.forward_kernel(lanes=L, sram_words=_limit(cfg, sram_limit), rows=cfg.mesh_rows,
                                  cols=cfg.mesh_cols, m=m, k=k, x_base=x_home,
-                                 keep_base=None if last else keep_home, keep_t_base=keep_t_home)
+                                 keep_base=None if last else keep_home, keep_t_base=keep_t_home,
+                                 x_t_base=x_t_home)
     except ValueError as e:
         where = "" if sram_limit is None else \
             f" (its working set ends below the resident activations at {sram_limit})"
@@ -302,19 +311,30 @@ def compile_forward(cfg, *, m, k, batch, x16=None, last=False, x_home=None, keep
                      [m * len(sl) for sl in plan["k_slices"]], 0)
 
 
+def can_transpose_x(cfg, *, m, k):
+    """Whether the forward of an ``m x k`` layer can keep its ``X`` transposed on the wafer
+    (``models.pe.forward_kernel``'s ``x_t_base``): 8 task descriptors, 5 colors, ``|K_q| <= m``."""
+    return (cfg.num_tasks >= FORWARD_X_T_TASKS and cfg.num_colors > pe.COLOR_X_T
+            and max(len(s) for s in pe._split(k, cfg.mesh_cols)) <= m)
+
+
 def activation_homes(cfg, dims):
-    """``{l: (x, xt)}``: where every PE keeps layer ``l``'s input between phases, for the hidden
-    layers ``l = 1 .. len(dims) - 2``: ``X[K_q, B_p]`` at ``x`` (one L-word vector per k) and, when
-    backward-weight of ``l`` runs on the lanes (:func:`dw_on_lanes`), ``X^T[B_p, K_q]`` at ``xt``
-    (``|K_q|`` words per sample; else ``None``); ``max |K_q| * L`` words each, stacked down from the
-    top of SRAM, layer 1 highest. Forward ``l - 1`` leaves them there; forward ``l`` and
-    backward-data ``l`` read ``X``, backward-weight ``l`` reads ``X`` (VEC DOT) or ``X^T``."""
+    """``{l: (x, xt)}``: where every PE keeps layer ``l``'s input between phases: ``X[K_q, B_p]``
+    at ``x`` (one L-word vector per k; the hidden layers ``l >= 1``, else ``None``: the input
+    batch is loaded) and, when backward-weight of ``l`` runs on the lanes (:func:`dw_on_lanes`),
+    ``X^T[B_p, K_q]`` at ``xt`` (``|K_q|`` words per sample; for ``l = 0`` only if the forward can
+    transpose it, :func:`can_transpose_x`; else ``None``); ``max |K_q| * L`` words each, stacked down
+    from the top of SRAM. Forward ``l - 1`` leaves them there (forward 0 the input's ``X^T``);
+    forward ``l`` and backward-data ``l`` read ``X``, backward-weight ``l`` ``X`` (VEC DOT) or
+    ``X^T``."""
     homes, top = {}, cfg.sram_words
-    for l in range(1, len(dims) - 1):
+    for l in range(len(dims) - 1):
         size = max(len(s) for s in pe._split(dims[l], cfg.mesh_cols)) * cfg.lanes
-        top -= size
-        x, xt = top, None
-        if dw_on_lanes(cfg, dims[l]):
+        x = xt = None
+        if l > 0:
+            top -= size
+            x = top
+        if dw_on_lanes(cfg, dims[l]) and (l > 0 or can_transpose_x(cfg, m=dims[1], k=dims[0])):
             top -= size
             xt = top
         homes[l] = (x, xt)
@@ -326,14 +346,17 @@ def resident_bases(cfg, dims, kind, layer):
     ``"backward-weight"``) for ``layer`` of a network of widths ``dims`` whose activations stay
     on the wafer (:func:`activation_homes`): ``x_home`` (the layer's input resident, not loaded:
     ``X`` for the hidden layers, ``X^T`` for backward-weight on the lanes), ``keep_home`` and
-    ``keep_t_home`` (forward of a hidden layer: where its outputs stay, and transposed) and
-    ``sram_limit`` (the working set stays below the homes)."""
+    ``keep_t_home`` (forward of a hidden layer: where its outputs stay, and transposed),
+    ``x_t_home`` (forward 0: where it keeps the input batch transposed) and ``sram_limit`` (the
+    working set stays below the homes)."""
     homes = activation_homes(cfg, dims)
     bases = [b for home in homes.values() for b in home if b is not None]
-    x, xt = homes.get(layer, (None, None))
+    x, xt = homes[layer]
     args = {"sram_limit": min(bases, default=cfg.sram_words), "x_home": x}
     if kind == "forward":
-        args["keep_home"], args["keep_t_home"] = homes.get(layer + 1, (None, None))
+        last = layer == len(dims) - 2
+        args["keep_home"], args["keep_t_home"] = (None, None) if last else homes[layer + 1]
+        args["x_t_home"] = xt if layer == 0 else None
     elif kind == "backward-weight":
         if dw_on_lanes(cfg, dims[layer]):
             args["x_home"] = xt

@@ -45,7 +45,8 @@ from models.numerics import bf16_bits, bf16_mul, bits, f32, fp32_add
 from models.pipeline.mapping import split
 
 __all__ = ["PeModel", "unit_cycles", "VEC_FETCH_CYCLES", "DEP_TO_TX_CYCLES", "forward_kernel", "run_forward_kernel",
-           "ramp2_colors", "COLOR_W", "COLOR_PSUM", "COLOR_RESULT", "COLOR_RESULT_T"]
+           "ramp2_colors", "COLOR_W", "COLOR_PSUM", "COLOR_RESULT", "COLOR_RESULT_T",
+           "COLOR_X_T"]
 
 
 # Cycles from the rx transfer of the wavelet that completes a unit (an FMAC row, a STORE vector)
@@ -382,6 +383,7 @@ class PeModel:
 
 COLOR_W, COLOR_PSUM, COLOR_RESULT = 0, 1, 2
 COLOR_RESULT_T = 3      # the results again, for their owners' transposed copy
+COLOR_X_T = 4           # a PE's own X, sent to itself for its transposed copy
 
 
 def ramp2_colors(descs):
@@ -401,7 +403,7 @@ def _split(n, parts):
 
 
 def forward_kernel(*, lanes, sram_words, rows, cols, m, k, x_base=None, keep_base=None,
-                   keep_t_base=None):
+                   keep_t_base=None, x_t_base=None):
     """Programs of the forward micro-kernel ``Z = W X`` on a ``rows x cols`` mesh of PEs.
 
     SRAM of each PE: ``X[K_q, B_p]`` at ``x_base`` (one L-word vector per k; ``None``: at 0, before
@@ -411,7 +413,11 @@ def forward_kernel(*, lanes, sram_words, rows, cols, m, k, x_base=None, keep_bas
     every PE also keeps its outputs transposed there, ``A^T[B_p, own]`` (``|own|`` words per
     sample, what backward-weight on the lanes reads): the east PE sends every result row a second
     time on :data:`COLOR_RESULT_T` (a second VEC, no store), which reaches every PE of the row, its
-    own included, and a transposed STORE (``b_stride = |own|``) keeps the own rows.
+    own included, and a transposed STORE (``b_stride = |own|``) keeps the own rows. With
+    ``x_t_base`` every PE also keeps its ``X`` transposed there, ``X^T[B_p, K_q]``: a VEC PASS
+    sends its ``X`` vectors on :data:`COLOR_X_T` to its own RAMP (vector k once FMAC row k is
+    done, so it runs under the weight stream; needs ``|K_q| <= m``) and a transposed STORE
+    keeps them.
 
     Partition (models.pipeline.mapping): column q holds ``X[K_q]``, row p the batch slice
     ``B_p`` of ``lanes`` columns (batch = ``rows * lanes``); the outputs of row m are kept by the
@@ -469,6 +475,14 @@ def forward_kernel(*, lanes, sram_words, rows, cols, m, k, x_base=None, keep_bas
                     descs[4]["color"] = COLOR_RESULT_T
                 descs[5] = dict(op=Op.STORE, enable=1, color=COLOR_RESULT_T, reps=m, lo=own.start,
                                 hi=own.stop, dst_base=keep_t_base, b_stride=len(own))
+            if x_t_base is not None:
+                if len(kq) > m:
+                    raise ValueError(f"transposing X: |K_q| = {len(kq)} vectors, one per FMAC row "
+                                     f"of which there are m = {m}")
+                descs[6] = dict(op=Op.STORE, enable=1, color=COLOR_X_T, reps=len(kq), lo=0,
+                                hi=len(kq), dst_base=x_t_base, b_stride=len(kq))
+                descs[7] = dict(op=Op.VEC, vmode=VecMode.PASS, enable=1, send=1, color=COLOR_X_T,
+                                dep_a_en=1, dep_a=0, a_base=xb, a_stride=L, count=1, reps=len(kq))
             pes[(p, q)] = {"descs": descs, "x_base": xb, "k": kq, "own": own, "xn_base": xn,
                            "xt_base": keep_t_base}
             w_out = ["RAMP"] + (["S"] if p < rows - 1 else [])
@@ -485,6 +499,8 @@ def forward_kernel(*, lanes, sram_words, rows, cols, m, k, x_base=None, keep_bas
                 r.append((COLOR_RESULT, "E", ["RAMP", "W"]))
             if keep_t_base is not None:         # to every PE of the row, not out of the mesh
                 r.append((COLOR_RESULT_T, "RAMP" if last else "E", ["RAMP"] + (["W"] if not first else [])))
+            if x_t_base is not None:            # back into the PE itself
+                r.append((COLOR_X_T, "RAMP", ["RAMP"]))
             routes[(p, q)] = r
     return {"pes": pes, "routes": routes, "edge_out": "E" if cols == 1 else "W",
             "ramp2": {pq: ramp2_colors(info["descs"]) for pq, info in pes.items()},

@@ -83,7 +83,8 @@ def test_activations_stay_where_the_next_phases_read_them():
     dims, L, batch = (64, 24, 30, 10), cfg.lanes, 2 * cfg.lanes     # 24: 8 per column, on the lanes
     homes = activation_homes(cfg, dims)
     top = 4096 - 8 * L
-    assert homes == {1: (top, top - 8 * L), 2: (top - 8 * L - 10 * L, None)}   # max |K_q|: 8, then 10
+    assert homes == {0: (None, None), 1: (top, top - 8 * L),          # 64 over 3: not on the lanes
+                     2: (top - 8 * L - 10 * L, None)}                 # max |K_q|: 8, then 10
     assert dw_on_lanes(cfg, 24) and not dw_on_lanes(cfg, 30)
 
     def phase(kind, l, fn, **kw):
@@ -107,7 +108,31 @@ def test_activations_stay_where_the_next_phases_read_them():
         for ph in (fwd0, fwd1, bd1, bw1, bd2, bw2):                          # working sets below
             assert ph.plan["pes"][pq].get("sram", 0) <= homes[2][0]
     assert resident_bases(cfg, (64, 10), "forward", 0) == {"sram_limit": 4096, "x_home": None,
-                                                           "keep_home": None, "keep_t_home": None}
+                                                           "keep_home": None, "keep_t_home": None,
+                                                           "x_t_home": None}
+
+
+def test_the_input_batch_is_transposed_on_the_wafer():
+    """Where backward-weight of layer 0 runs on the lanes and the forward can transpose X (``|K_q|
+    <= M``), forward 0 keeps the input batch's X^T, which backward-weight 0 reads: the host loads
+    the input batch once."""
+    from compiler.wafer import activation_homes, can_transpose_x, compile_backward_weight, resident_bases
+    cfg = preset("system", mesh_rows=2, mesh_cols=2).replace(sram_words=4096)
+    dims, L, batch = (64, 32, 10), cfg.lanes, 2 * cfg.lanes
+    homes = activation_homes(cfg, dims)
+    size = 32 * L                                                     # |K_q| = 32, then 16 vectors of L
+    assert homes == {0: (None, 4096 - size), 1: (4096 - size - 16 * L, 4096 - size - 32 * L)}
+    x16 = np.arange(64 * batch, dtype=np.uint16).reshape(64, batch)
+    fwd = compile_forward(cfg, m=32, k=64, batch=batch, x16=x16, **resident_bases(cfg, dims, "forward", 0))
+    bw = compile_backward_weight(cfg, m=32, k=64, batch=batch, **resident_bases(cfg, dims, "backward-weight", 0))
+    for pq, info in fwd.plan["pes"].items():
+        assert info["descs"][6]["dst_base"] == homes[0][1] == bw.plan["pes"][pq]["descs"][0]["a_base"]
+    assert len(bw.writes) < len(fwd.writes) // 4                      # no X^T load
+    assert not can_transpose_x(cfg, m=16, k=64)                       # |K_q| = 32 > M = 16
+    assert activation_homes(cfg, (64, 16, 10))[0] == (None, None)
+    assert not can_transpose_x(cfg.replace(num_colors=4), m=32, k=64)
+    with pytest.raises(WaferCompileError, match="transposing X on the wafer needs 8 task descriptors"):
+        compile_forward(cfg, m=16, k=64, batch=batch, x_t_home=3000)
 
 
 def test_resident_x_errors():

@@ -54,14 +54,18 @@ def test_fmac_rows_equal_kernel_forward():
 def test_forward_micro_kernel_equals_pipeline_kernels(rows, cols, shuffle, transposed):
     """The forward micro-kernel on a mesh of PE models (ideal fabric, any arrival order) gives
     relu_bf16(kernels.forward(W, X)) at the edge and in the owners' SRAM, bit for bit, and with
-    ``keep_t_base`` also transposed (``A^T[B_p, own]``) in the owners' SRAM, nothing more at the edge."""
+    ``keep_t_base`` also transposed (``A^T[B_p, own]``) in the owners' SRAM, nothing more at the edge;
+    with ``x_t_base`` every PE also holds its ``X^T`` (where ``|K_q| <= M``)."""
     rng = np.random.default_rng(rows * 10 + cols + shuffle)
     M, K = 10, 11
     B = rows * L
     w16, x16 = rand_bf16(rng, (M, K)), rand_bf16(rng, (K, B))
     w16[0, 0], x16[0, 0] = 0x7F80, 0x0000          # inf * 0 -> NaN in row 0
-    xt = S - 64 if transposed else None
-    plan = pe.forward_kernel(lanes=L, sram_words=S, rows=rows, cols=cols, m=M, k=K, keep_t_base=xt)
+    xt, xxt = (S - 64, S - 128) if transposed else (None, None)
+    if -(-K // cols) > M:           # X is transposed under the weight stream: |K_q| <= M
+        xxt = None
+    plan = pe.forward_kernel(lanes=L, sram_words=S, rows=rows, cols=cols, m=M, k=K, keep_t_base=xt,
+                             x_t_base=xxt)
     models, edges = pe.run_forward_kernel(plan, lanes=L, sram_words=S, num_tasks=T, num_colors=C,
                                           w16=w16, x16=x16, rng=rng if shuffle else None)
     a16 = kernels.relu_bf16(kernels.forward(w16, x16, (rows, cols)))
@@ -76,6 +80,10 @@ def test_forward_micro_kernel_equals_pipeline_kernels(rows, cols, shuffle, trans
             if transposed:
                 kept_t = mdl.mem[xt:xt + len(own) * L].reshape(L, len(own))
                 assert np.array_equal(kept_t >> 16, a16[own.start:own.stop, p * L:(p + 1) * L].T)
+            if xxt is not None:
+                kq = info["k"]
+                x_t = mdl.mem[xxt:xxt + len(kq) * L].reshape(L, len(kq))
+                assert np.array_equal(x_t >> 16, x16[kq.start:kq.stop, p * L:(p + 1) * L].T)
             assert mdl.fault is None
             assert not any(mdl.active)
 
