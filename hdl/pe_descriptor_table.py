@@ -53,10 +53,11 @@ PTR_BITS = 17
 
 def store_offset(d, pos, lanes):
     """Offset from ``dptr`` of word ``pos`` (``< lanes``) of a STORE unit of descriptor ``d``:
-    ``pos``, or ``pos * b_stride`` for a transposed STORE (``arch.pe_map.store_addr``; ``pos``
-    has ``ceil(log2(lanes))`` bits, so the product is ``log2(lanes)`` shifted adds)."""
+    ``pos``, or ``pos * b_stride`` for a transposed STORE (``arch.pe_map.store_addr``), as
+    ``ceil(log2(lanes))`` shifted adds (no multiplier: ``pos < lanes``)."""
     bits = max(1, (lanes - 1).bit_length())
-    return Mux(d.b_stride == 0, pos, pos[:bits] * d.b_stride)
+    product = sum(Mux(pos[i], d.b_stride << i, 0) for i in range(bits))
+    return Mux(d.b_stride == 0, pos, product)
 
 
 def state_shapes(cfg, *names):
