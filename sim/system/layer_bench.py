@@ -1,7 +1,8 @@
 """Per-layer benchmark of the RTL wafer (docs/system_simulation.md#per-layer-benchmark): one
 ``M x K`` layer with a batch of ``P * lanes`` on ``N = cfg.swarmx_leaves`` wafers of ``P x Q``
-tiles behind SwarmX, in forward, backward-data and backward-weight. Each phase runs from reset on
-the system testbench (:class:`sim.system.rtl_host.PhaseRunner`, Verilator or Icarus), is checked
+tiles behind SwarmX, in forward, backward-data and backward-weight. Each phase is configured in
+full (every input loaded, every register written) and runs on the system testbench
+(:class:`sim.system.rtl_host.PhaseRunner`, one process, Verilator or Icarus), is checked
 bit for bit against ``models.pipeline.kernels`` (SwarmX's sum: ``models.numerics.tree_sum``) and
 cycle for cycle against ``models.pipeline.rtl_schedule`` (configuration and run equal to the
 model), and reports the FMAC lane utilization of its run: ``M K B`` FMACs over ``P Q lanes``
