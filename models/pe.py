@@ -427,10 +427,11 @@ def forward_kernel(*, lanes, sram_words, rows, cols, m, k, x_base=None, keep_bas
     at the west edge, or at the east edge of a one-column mesh).
 
     Returns a dict with ``pes[(p, q)] = {"descs": {t: fields}, "x_base", "k": range,
-    "own": range, "xn_base"}`` (``xn_base``: where the kept outputs ``A[own, B_p]`` land, one
-    vector per output row), ``routes[(p, q)] = [(color, in_port, [out_ports])]`` (port names
-    ``N E S W RAMP``), ``ramp2[(p, q)]`` (:func:`ramp2_colors`) and ``edge_out`` (``"W"`` or
-    ``"E"``: where results leave row p).
+    "own": range, "xn_base", "xn_t_base"}`` (``xn_base``: where the kept outputs ``A[own, B_p]``
+    land, one vector per output row; ``xn_t_base``: ``keep_t_base``),
+    ``routes[(p, q)] = [(color, in_port, [out_ports])]`` (port names ``N E S W RAMP``),
+    ``ramp2[(p, q)]`` (:func:`ramp2_colors`) and ``edge_out`` (``"W"`` or ``"E"``: where results
+    leave row p).
     """
     L = lanes
     k_slices, m_slices = _split(k, cols), _split(m, cols)
@@ -484,7 +485,7 @@ def forward_kernel(*, lanes, sram_words, rows, cols, m, k, x_base=None, keep_bas
                 descs[7] = dict(op=Op.VEC, vmode=VecMode.PASS, enable=1, send=1, color=COLOR_X_T,
                                 dep_a_en=1, dep_a=0, a_base=xb, a_stride=L, count=1, reps=len(kq))
             pes[(p, q)] = {"descs": descs, "x_base": xb, "k": kq, "own": own, "xn_base": xn,
-                           "xt_base": keep_t_base}
+                           "xn_t_base": keep_t_base}
             w_out = ["RAMP"] + (["S"] if p < rows - 1 else [])
             r = [(COLOR_W, "N", w_out)]
             if not last:

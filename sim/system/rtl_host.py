@@ -58,7 +58,7 @@ class PhaseRunner:
     (``sim.system.rtl.harness_depths``) in folder ``work`` (inputs and outputs of the last phase
     stay there); the wafers' state carries from one phase to the next. A context manager: the
     process starts with the first phase and ends on :meth:`close`. Keeps the simulator's totals:
-    ``cycles`` (clock cycles simulated), ``runs`` (phases), ``cpu_seconds`` (the process's CPU,
+    ``cycles`` (clock cycles simulated), ``phases`` (run so far), ``cpu_seconds`` (the process's CPU,
     known after :meth:`close`)."""
 
     def __init__(self, cfg, depths, work, *, stall=0, simulator=None, log=None):
@@ -67,7 +67,7 @@ class PhaseRunner:
         self.work.mkdir(parents=True, exist_ok=True)
         self.tb = Testbench(system_sources(cfg, depths, log=log), TB_TOP, simulator=simulator, log=log)
         self.simulator = self.tb.simulator
-        self.cycles, self.cpu_seconds, self.runs = 0, 0.0, 0
+        self.cycles, self.cpu_seconds, self.phases = 0, 0.0, 0
         self._session = None
 
     def build(self):
@@ -111,7 +111,7 @@ class PhaseRunner:
             bcast_counts=[len(words) for words in req.streams], root_counts=req.roots))
         st = dict(zip(STATUS_FIELDS, map(int, self._session.read_until(STATUS_PREFIX).split()[1:]),
                       strict=True))
-        self.runs += 1
+        self.phases += 1
         self.cycles += st["cycles"]
         where = f"{req.what} ({self.simulator}, files in {self.work})"
         if st["timeout"]:
@@ -153,7 +153,7 @@ def run_rtl_host(run, *, simulator=None, log=print):
         except StopIteration as stop:
             results = stop.value
     results["simulator"] = runner.simulator
-    results["simulator_phases"] = runner.runs
+    results["simulator_phases"] = runner.phases
     results["simulator_cycles"] = runner.cycles
     results["simulator_cpu_seconds"] = runner.cpu_seconds
     results["cycles_per_cpu_second"] = runner.cycles / runner.cpu_seconds if runner.cpu_seconds else 0.0

@@ -12,9 +12,9 @@ the recorders' words); it returns the ``results.json`` dictionary. Two drivers r
 Each training step, for every phase (compiled by :mod:`compiler.wafer`):
 
 1. **Configure.** The host compiles the phase for every wafer: routes, descriptors, adapter
-   registers and the SRAM inputs the wafer does not hold (the input batch, ``X^T`` for
-   backward-weight on the lanes, ``dZ``; hidden activations stay resident,
-   ``compiler.wafer.resident_bases``), leaving out register writes of values the wafer already
+   registers and the SRAM inputs the wafer does not hold (the input batch, ``dZ``, and ``X^T`` of
+   the input where the forward cannot transpose it; activations and their transposes stay
+   resident, ``compiler.wafer.resident_bases``), leaving out register writes of values the wafer already
    holds (``compiler.config_state.ConfigState``, one per wafer, kept for the run); the words go
    into each wafer's configuration player, which writes one per cycle (no fabric traffic
    meanwhile, except backward-weight, which starts when its descriptors commit).

@@ -97,7 +97,7 @@ def test_activations_stay_where_the_next_phases_read_them():
     bw2 = phase("backward-weight", 2, compile_backward_weight)
     assert bw1.plan["dw"] == "lanes" and bw2.plan["dw"] == "dot"
     for pq, info in fwd0.plan["pes"].items():
-        assert (info["x_base"], info["xn_base"], info["xt_base"]) == (0, *homes[1])
+        assert (info["x_base"], info["xn_base"], info["xn_t_base"]) == (0, *homes[1])
         assert info["descs"][5]["b_stride"] == len(info["own"]) == 8      # the transposed STORE
         assert fwd1.plan["pes"][pq]["x_base"] == homes[1][0] == fwd1.plan["pes"][pq]["descs"][0]["a_base"]
         assert fwd1.plan["pes"][pq]["xn_base"] == homes[2][0] and 5 not in fwd1.plan["pes"][pq]["descs"]
@@ -127,7 +127,11 @@ def test_the_input_batch_is_transposed_on_the_wafer():
     bw = compile_backward_weight(cfg, m=32, k=64, batch=batch, **resident_bases(cfg, dims, "backward-weight", 0))
     for pq, info in fwd.plan["pes"].items():
         assert info["descs"][6]["dst_base"] == homes[0][1] == bw.plan["pes"][pq]["descs"][0]["a_base"]
-    assert len(bw.writes) < len(fwd.writes) // 4                      # no X^T load
+    bits = mesh_tile_addr_bits(cfg.sram_words, cfg.num_tasks)
+    sram = {tile_address(cfg.mesh_cols, p, q, CORE_BASE + a, bits)
+            for p, q in bw.plan["pes"] for a in range(cfg.sram_words)}
+    assert not [a for a, _ in bw.writes if a in sram]                # no X^T load
+    assert sum(a in sram for a, _ in fwd.writes) == 4 * 32 * L // 2  # X, two bf16 per write
     assert not can_transpose_x(cfg, m=16, k=64)                       # |K_q| = 32 > M = 16
     assert activation_homes(cfg, (64, 16, 10))[0] == (None, None)
     assert not can_transpose_x(cfg.replace(num_colors=4), m=32, k=64)
