@@ -50,7 +50,7 @@ __all__ = ["WaferCompileError", "WaferPhase", "compile_forward", "compile_backwa
            "compile_backward_data", "forward_expected_outputs", "logits_expected_outputs",
            "COLOR_GRAD", "COLOR_DX0", "COLOR_DZ", "dw_on_lanes", "backward_weight_west_in", "split_dx",
            "weight_streams", "join_gradients", "activation_homes", "resident_bases",
-           "can_transpose_x"]
+           "can_transpose_x", "input_stream_columns", "next_input_west_in"]
 
 FORWARD_COLORS = 4      # weights, psum chain, results (models.pe.COLOR_*), gradient chain
 COLOR_GRAD = 3          # the backward-weight column chain (south to north)
@@ -59,6 +59,7 @@ COLOR_DX0 = 4           # backward-data: column q sends dZ_prev west on COLOR_DX
 FORWARD_TASKS = 4       # descriptors 0..3 of models.pe.forward_kernel
 FORWARD_T_TASKS = 6     # ... and 4, 5 when it keeps its outputs transposed too
 FORWARD_X_T_TASKS = 8   # ... and 6, 7 when it keeps its X transposed too
+BACKWARD_DATA_TASKS = 2     # FMAC, VEC MASK
 # Descriptor count/reps/lo/hi fields and the adapter counters bound M and K.
 COUNT_LIMIT = 1 << min(ADAPTER_COUNT_BITS, *(DESCRIPTOR.field_width(f) for f in ("count", "reps", "lo", "hi")))
 
@@ -254,24 +255,25 @@ def _assemble(cfg, name, plan, loads, adapters, out_edge, link_words, sram_neede
 
 
 def compile_forward(cfg, *, m, k, batch, x16=None, last=False, x_home=None, keep_home=None,
-                    keep_t_home=None, x_t_home=None, sram_limit=None):
+                    keep_t_home=None, x_t_home=None, sram_limit=None, next_input=None,
+                    next_x16=None):
     """The forward phase of a ``m x k`` layer on a ``cfg.mesh_rows x cfg.mesh_cols`` wafer for a
     batch of ``batch`` samples. With ``x16`` (K x batch bf16 bit patterns) the writes also load
-    each PE's input slice ``X[K_q, B_p]`` into its SRAM (upper 16 bits of each word); with
-    ``x_home`` it is already there (the previous layer kept it, :func:`resident_bases`) and
-    nothing is loaded. ``keep_home``: where the kept outputs land (default: after the working
+    each PE's input slice ``X[K_q, B_p]`` into its SRAM (upper 16 bits of each word; at ``x_home``
+    when given); with ``x_home`` alone it is already there (the previous layer kept it, or the
+    previous step streamed the input batch in: :func:`resident_bases`) and nothing is loaded. ``keep_home``: where the kept outputs land (default: after the working
     set); ``keep_t_home``: where every PE also keeps them transposed (``A^T[B_p, own]``, for the
     next layer's backward-weight on the lanes; ``models.pe.forward_kernel``); ``x_t_home``: where
     every PE also keeps its ``X`` transposed (``X^T[B_p, K_q]``, for this layer's backward-weight
     on the lanes; needs ``|K_q| <= m``); ``sram_limit``: the working set ends below it (the
-    resident activations above).
+    resident activations above); ``next_input`` / ``next_x16``: the next step's input batch
+    streams in during the run (:func:`next_input_west_in`).
 
     Hidden layer (``last=False``): ReLU + bf16 at the east PE, results west to their owners (kept
     at ``xn_base``) and out of the west edge (east for one column), ``COLOR_RESULT``.
     Last layer (``last=True``): no ReLU, no rounding: the east PE sends the fp32 ``Z`` rows out of
     the east edge of its row (``COLOR_RESULT``) for the host's softmax; nothing is kept."""
     _check_fit(cfg, m=m, k=k, batch=batch)
-    _resident_x("forward", x_home, x16)
     if keep_t_home is not None and (last or cfg.num_tasks < FORWARD_T_TASKS):
         raise WaferCompileError("keeping the forward's outputs transposed needs a hidden layer and "
                                 f"{FORWARD_T_TASKS} task descriptors per PE (num_tasks={cfg.num_tasks})")
@@ -305,10 +307,12 @@ def compile_forward(cfg, *, m, k, batch, x16=None, last=False, x_home=None, keep
                 routes.append((pe.COLOR_RESULT, "RAMP", ["E"]))
             plan["routes"][(p, q)] = routes
         plan["edge_out"] = "E"
+    _add_next_input(cfg, plan, next_input)
     loads = _sram_loads(plan["pes"], L, m=m, k=k, batch=batch, x16=x16)
-    return _assemble(cfg, "forward", plan, loads, [("W_COLOR", [pe.COLOR_W])],
-                     "west" if plan["edge_out"] == "W" else "east",
-                     [m * len(sl) for sl in plan["k_slices"]], 0)
+    phase = _assemble(cfg, "forward", plan, loads, [("W_COLOR", [pe.COLOR_W])],
+                      "west" if plan["edge_out"] == "W" else "east",
+                      [m * len(sl) for sl in plan["k_slices"]], 0)
+    return _with_next_input(cfg, phase, next_input, next_x16, batch)
 
 
 def can_transpose_x(cfg, *, m, k):
@@ -318,20 +322,41 @@ def can_transpose_x(cfg, *, m, k):
             and max(len(s) for s in pe._split(k, cfg.mesh_cols)) <= m)
 
 
+def input_stream_columns(cfg, dims):
+    """``{(kind, l): columns}``: the phases of a step that stream the **next** step's input batch
+    into the wafer while they run, and the mesh columns whose ``X[K_q, B_p]`` each carries
+    (contiguous ranges, in step order): forward and backward-data of the layers ``l >= 1``, whose
+    west edges take no input, where a descriptor slot and a color are free
+    (:func:`next_input_west_in`). Empty (one layer, or no room): the host loads the input batch
+    every step."""
+    n, T = len(dims) - 1, cfg.num_tasks
+    phases = []
+    for l in range(1, n):
+        keep_t = l < n - 1 and dw_on_lanes(cfg, dims[l + 1])
+        if T > (FORWARD_T_TASKS if keep_t else FORWARD_TASKS) and cfg.num_colors > FORWARD_COLORS:
+            phases.append(("forward", l))
+    phases += [("backward-data", l) for l in range(n - 1, 0, -1) if T > BACKWARD_DATA_TASKS]
+    if not phases:
+        return {}
+    groups = pe._split(cfg.mesh_cols, len(phases))
+    return {ph: cols for ph, cols in zip(phases, groups) if len(cols)}
+
+
 def activation_homes(cfg, dims):
     """``{l: (x, xt)}``: where every PE keeps layer ``l``'s input between phases: ``X[K_q, B_p]``
-    at ``x`` (one L-word vector per k; the hidden layers ``l >= 1``, else ``None``: the input
-    batch is loaded) and, when backward-weight of ``l`` runs on the lanes (:func:`dw_on_lanes`),
+    at ``x`` (one L-word vector per k; the hidden layers ``l >= 1``, and the input batch when the
+    previous step streams it in, :func:`input_stream_columns`; else ``None``: it is loaded) and, when backward-weight of ``l`` runs on the lanes (:func:`dw_on_lanes`),
     ``X^T[B_p, K_q]`` at ``xt`` (``|K_q|`` words per sample; for ``l = 0`` only if the forward can
     transpose it, :func:`can_transpose_x`; else ``None``); ``max |K_q| * L`` words each, stacked down
     from the top of SRAM. Forward ``l - 1`` leaves them there (forward 0 the input's ``X^T``);
     forward ``l`` and backward-data ``l`` read ``X``, backward-weight ``l`` ``X`` (VEC DOT) or
     ``X^T``."""
     homes, top = {}, cfg.sram_words
+    streamed = bool(input_stream_columns(cfg, dims))
     for l in range(len(dims) - 1):
         size = max(len(s) for s in pe._split(dims[l], cfg.mesh_cols)) * cfg.lanes
         x = xt = None
-        if l > 0:
+        if l > 0 or streamed:
             top -= size
             x = top
         if dw_on_lanes(cfg, dims[l]) and (l > 0 or can_transpose_x(cfg, m=dims[1], k=dims[0])):
@@ -347,8 +372,9 @@ def resident_bases(cfg, dims, kind, layer):
     on the wafer (:func:`activation_homes`): ``x_home`` (the layer's input resident, not loaded:
     ``X`` for the hidden layers, ``X^T`` for backward-weight on the lanes), ``keep_home`` and
     ``keep_t_home`` (forward of a hidden layer: where its outputs stay, and transposed),
-    ``x_t_home`` (forward 0: where it keeps the input batch transposed) and ``sram_limit`` (the
-    working set stays below the homes)."""
+    ``x_t_home`` (forward 0: where it keeps the input batch transposed), ``sram_limit`` (the
+    working set stays below the homes) and ``next_input`` (the phases of
+    :func:`input_stream_columns`: where the next step's input batch goes, which columns)."""
     homes = activation_homes(cfg, dims)
     bases = [b for home in homes.values() for b in home if b is not None]
     x, xt = homes[layer]
@@ -362,7 +388,69 @@ def resident_bases(cfg, dims, kind, layer):
             args["x_home"] = xt
     elif kind != "backward-data":
         raise ValueError(f"unknown phase kind {kind!r}")
+    columns = input_stream_columns(cfg, dims).get((kind, layer))
+    if columns is not None:
+        args["next_input"] = {"home": homes[0][0], "k": dims[0], "columns": columns}
     return args
+
+
+def _add_next_input(cfg, plan, next_input):
+    """Adds to ``plan`` the stream of the next input batch (``next_input``: ``home``, ``k``,
+    ``columns``; none: nothing): on the phase's lowest unused color, from the west edge of every
+    row east to the last of ``columns`` (into the RAMP of each of them), and in each of their PEs
+    a STORE (the lowest free slot) of its ``|K_q|`` vectors at ``home``; ``plan["west_in"]``:
+    ``{p: (color, wavelets)}``."""
+    if next_input is None:
+        return
+    P, L = cfg.mesh_rows, cfg.lanes
+    columns, k_slices = next_input["columns"], pe._split(next_input["k"], cfg.mesh_cols)
+    used = {c for routes in plan["routes"].values() for c, _, _ in routes}
+    used |= {d["color"] for info in plan["pes"].values() for d in info["descs"].values()}
+    color = next((c for c in range(cfg.num_colors) if c not in used), None)
+    if color is None:
+        raise WaferCompileError(f"streaming the next input batch needs a free color; the phase "
+                                f"uses all num_colors={cfg.num_colors}")
+    for p in range(P):
+        for q in range(columns[-1] + 1):
+            mine = q in columns
+            plan["routes"][(p, q)].append((color, "W", ["RAMP"] * mine + ["E"] * (q < columns[-1])))
+            if mine:
+                descs = plan["pes"][(p, q)]["descs"]
+                slot = next((t for t in range(cfg.num_tasks) if t not in descs), None)
+                if slot is None:
+                    raise WaferCompileError(f"streaming the next input batch needs a free task "
+                                            f"descriptor; PE ({p}, {q}) uses all num_tasks={cfg.num_tasks}")
+                n = len(k_slices[q])
+                descs[slot] = dict(op=Op.STORE, enable=1, color=color, reps=n, lo=0, hi=n,
+                                   dst_base=next_input["home"])
+    plan["west_in"] = {p: (color, sum(len(k_slices[q]) for q in columns) * L) for p in range(P)}
+
+
+def _with_next_input(cfg, phase, next_input, next_x16, batch):
+    """``phase`` with the wavelets of the next input batch ``next_x16`` (``k x batch`` bf16) in
+    ``west_in`` (when given)."""
+    if next_x16 is not None:
+        if next_input is None:
+            raise WaferCompileError("next_x16 given without next_input (where it goes)")
+        x16 = _check_array("next X", next_x16, (next_input["k"], batch))
+        phase.west_in = next_input_west_in(cfg, x16, columns=next_input["columns"],
+                                           color=phase.plan["west_in"][0][0])
+    return phase
+
+
+def next_input_west_in(cfg, x16, *, columns, color):
+    """``{p: wavelets}`` the host sends into the west edge of row p to stream an input batch
+    ``x16`` (``K x batch`` bf16 bit patterns) into the PEs of ``columns``: for q in ``columns``,
+    for k in ``K_q``, ``X[k, B_p]`` (b ascending; bf16 in the upper half, ``color``). Each PE's
+    STORE keeps its ``|K_q|`` vectors, the PEs west of it pass them on."""
+    L = cfg.lanes
+    k_slices = pe._split(x16.shape[0], cfg.mesh_cols)
+    out = {}
+    for p in range(cfg.mesh_rows):
+        rows = np.concatenate([x16[k_slices[q].start:k_slices[q].stop, p * L:(p + 1) * L]
+                               for q in columns])
+        out[p] = pack_wavelet(np.asarray(rows, dtype=np.uint64).ravel() << np.uint64(16), color)
+    return out
 
 
 def dw_on_lanes(cfg, k):
@@ -488,7 +576,8 @@ def _bw_lane_loads(pes, lanes, *, k, batch, x16=None):
     return loads
 
 
-def compile_backward_data(cfg, *, m, k, batch, x16=None, dz16=None, x_home=None, sram_limit=None):
+def compile_backward_data(cfg, *, m, k, batch, x16=None, dz16=None, x_home=None, sram_limit=None,
+                          next_input=None, next_x16=None):
     """The backward-data phase of a ``m x k`` layer: ``dZ_prev = mask(X) * bf16(W^T dZ)``
     (kernels.backward_data). W streams **transposed** (row k of ``W^T`` = column k of W, m
     ascending, on the weight link of the column owning k, multicast down it; :func:`weight_streams`
@@ -499,7 +588,8 @@ def compile_backward_data(cfg, *, m, k, batch, x16=None, dz16=None, x_home=None,
     sends it out of the west edge of row p on color ``COLOR_DX0 + q`` (one color per column, so the
     host can tell the interleaved columns apart). With ``x16`` / ``dz16`` the writes load them;
     with ``x_home`` ``X`` is resident there (not loaded; the working set from 0, below
-    ``sram_limit``)."""
+    ``sram_limit``); ``next_input`` / ``next_x16``: the next step's input batch streams in during
+    the run (:func:`next_input_west_in`)."""
     _check_fit(cfg, m=m, k=k, batch=batch)
     _resident_x("backward-data", x_home, x16)
     P, Q, L = cfg.mesh_rows, cfg.mesh_cols, cfg.lanes
@@ -529,9 +619,11 @@ def compile_backward_data(cfg, *, m, k, batch, x16=None, dz16=None, x_home=None,
                               (COLOR_DX0 + q, "RAMP", ["W"])]
             routes[(p, q)] += [(COLOR_DX0 + e, "E", ["W"]) for e in range(q + 1, Q)]
     plan = {"pes": pes, "routes": routes, "k_slices": k_slices, "edge_out": None}
+    _add_next_input(cfg, plan, next_input)
     loads = _sram_loads(pes, L, m=m, k=k, batch=batch, x16=x16, dz16=dz16)
-    return _assemble(cfg, "backward-data", plan, loads, [("W_COLOR", [pe.COLOR_W])], None,
-                     [m * len(sl) for sl in k_slices], max(i["sram"] for i in pes.values()), sram_limit)
+    phase = _assemble(cfg, "backward-data", plan, loads, [("W_COLOR", [pe.COLOR_W])], None,
+                      [m * len(sl) for sl in k_slices], max(i["sram"] for i in pes.values()), sram_limit)
+    return _with_next_input(cfg, phase, next_input, next_x16, batch)
 
 
 def forward_expected_outputs(cfg, a16):

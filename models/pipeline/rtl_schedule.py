@@ -236,7 +236,8 @@ def simulated_run_cycles(kind, plan, m, k, hw, *, writes=0, last=False):
         raise ValueError(f"unknown phase kind {kind!r}")
     done = simulate_phase(plan, streams=per_link, weight_color=_COLOR_W,
                           first=PLAYER_START_CYCLES + 1 + hw.swarmx.broadcast_latency,
-                          sinks={(p, edge[0], edge[1]): words for p in range(P)}, **common)
+                          sinks={(p, edge[0], edge[1]): words for p in range(P)},
+                          west_in=plan.get("west_in"), west_first=PLAYER_START_CYCLES + 1, **common)
     return done + RECORDER_COUNT_CYCLES
 
 

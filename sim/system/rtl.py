@@ -64,7 +64,8 @@ def rtl_config(run):
 
 def harness_depths(cfg, dims):
     """Memory depths of the harness: configuration writes, weight and gradient words per link,
-    edge words and west-edge input words (backward-weight's dZ per row) of the largest phase."""
+    edge words and west-edge input words (backward-weight's dZ, the next input batch: per row)
+    of the largest phase."""
     L = cfg.lanes
     plan = phase_plan(cfg, dims, cfg.mesh_rows * L)
     layers = list(zip(dims[1:], dims[:-1]))
@@ -72,7 +73,8 @@ def harness_depths(cfg, dims):
             "bcast_depth": max(max(ph.link_words) for _, _, ph in plan),
             "root_depth": max(max(ph.link_words) for _, _, ph in plan),
             "edge_depth": max(max(m, k) for m, k in layers) * L,
-            "west_in_depth": max(m * -(-k // cfg.mesh_cols) for m, k in layers)}
+            "west_in_depth": max((n for _, _, ph in plan for _, n in ph.plan.get("west_in", {}).values()),
+                                 default=1)}
 
 
 def _max_loads(cfg, dims):

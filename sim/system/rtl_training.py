@@ -131,7 +131,8 @@ def training(run, cfg: Config, data, *, log=print):
                           mesh=run.mesh, systems=n, batch=B)
     x_tr, x_te, y_tr, y_te = data["x_train"], data["x_test"], data["y_train"], data["y_test"]
     rng = np.random.default_rng(run.seed)
-    order = np.concatenate([rng.permutation(len(x_tr)) for _ in range(run.steps * golden.global_batch
+    # One batch more than the steps take: the last step streams in the batch after it too.
+    order = np.concatenate([rng.permutation(len(x_tr)) for _ in range((run.steps + 1) * golden.global_batch
                                                                       // len(x_tr) + 1)])
     timing_params = TimingParams(mesh_rows=P, mesh_cols=cfg.mesh_cols, lanes=L,
                                  weight_words_per_cycle=cfg.mesh_cols,
@@ -145,13 +146,17 @@ def training(run, cfg: Config, data, *, log=print):
     states = [ConfigState() for _ in range(n)]      # each wafer's registers, kept across phases
 
     def programs(kind, l, compile_phase, acts, dz=None, **kw):
-        """Every wafer's phase: X loaded only where the wafer does not keep it, registers it
-        already holds left out."""
+        """Every wafer's phase: X loaded only where the wafer does not keep it (the input batch:
+        in the first step, later steps find it streamed in by the step before), the next input
+        batch streamed in where the phase carries it, registers the wafer holds left out."""
         res_args = resident_bases(cfg, dims, kind, l)
+        first_input = kind == "forward" and l == 0 and step == 0
         out = []
         for i, state in enumerate(states):
-            x16 = None if res_args["x_home"] is not None else acts[i][l]
+            x16 = acts[i][l] if res_args["x_home"] is None or first_input else None
             data = {} if dz is None else {"dz16": dz[i]}
+            if "next_input" in res_args:
+                data["next_x16"] = next_x[i]
             out.append(state.program(compile_phase(cfg, m=dims[l + 1], k=dims[l], batch=B, x16=x16,
                                                    **data, **kw, **res_args)))
         return out
@@ -159,6 +164,8 @@ def training(run, cfg: Config, data, *, log=print):
     for step in range(run.steps):
         idx = order[step * golden.global_batch:(step + 1) * golden.global_batch]
         x, labels = x_tr[idx], y_tr[idx]
+        x_next = x_tr[order[(step + 1) * golden.global_batch:(step + 2) * golden.global_batch]]
+        next_x = [kernels.to_bf16(x_next[i * B:(i + 1) * B].T) for i in range(n)]
         w16 = [mx.bf16(name) for name in names]
         acts = [[kernels.to_bf16(x[i * B:(i + 1) * B].T)] for i in range(n)]
         phases, logits = [], [None] * n
