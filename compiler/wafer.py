@@ -398,8 +398,8 @@ def _add_next_input(cfg, plan, next_input):
     """Adds to ``plan`` the stream of the next input batch (``next_input``: ``home``, ``k``,
     ``columns``; none: nothing): on the phase's lowest unused color, from the west edge of every
     row east to the last of ``columns`` (into the RAMP of each of them), and in each of their PEs
-    a STORE (the lowest free slot) of its ``|K_q|`` vectors at ``home``; ``plan["west_in"]``:
-    ``{p: (color, wavelets)}``."""
+    a STORE (the lowest free slot) that takes every vector passing and keeps its ``|K_q|`` at
+    ``home``; ``plan["west_in"]``: ``{p: (color, wavelets)}``."""
     if next_input is None:
         return
     P, L = cfg.mesh_rows, cfg.lanes
@@ -410,6 +410,7 @@ def _add_next_input(cfg, plan, next_input):
     if color is None:
         raise WaferCompileError(f"streaming the next input batch needs a free color; the phase "
                                 f"uses all num_colors={cfg.num_colors}")
+    vectors = sum(len(k_slices[q]) for q in columns)
     for p in range(P):
         for q in range(columns[-1] + 1):
             mine = q in columns
@@ -420,10 +421,10 @@ def _add_next_input(cfg, plan, next_input):
                 if slot is None:
                     raise WaferCompileError(f"streaming the next input batch needs a free task "
                                             f"descriptor; PE ({p}, {q}) uses all num_tasks={cfg.num_tasks}")
-                n = len(k_slices[q])
-                descs[slot] = dict(op=Op.STORE, enable=1, color=color, reps=n, lo=0, hi=n,
-                                   dst_base=next_input["home"])
-    plan["west_in"] = {p: (color, sum(len(k_slices[q]) for q in columns) * L) for p in range(P)}
+                lo = sum(len(k_slices[c]) for c in columns if c < q)
+                descs[slot] = dict(op=Op.STORE, enable=1, color=color, reps=vectors, lo=lo,
+                                   hi=lo + len(k_slices[q]), dst_base=next_input["home"])
+    plan["west_in"] = {p: (color, vectors * L) for p in range(P)}
 
 
 def _with_next_input(cfg, phase, next_input, next_x16, batch):

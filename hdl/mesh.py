@@ -13,7 +13,8 @@ Ports (``C = cfg.num_colors``, ``P = cfg.mesh_rows``, ``Q = cfg.mesh_cols``)
     (index = row);
 ``ramp_in``, ``ramp_out``, ``ramp_accept``: P x Q arrays (``ramp_in[r][q]``), and ``ramp2_out``,
     ``ramp2_accept`` (the RAMP's second channel), only when no ``core`` factory is given;
-``cfg: In(ConfigBus())``; ``error: Out(1)`` (OR of every router's sticky error flag).
+``cfg: In(ConfigBus())``; ``error: Out(1)`` (OR of every router's sticky error flag);
+``cfg_tiles: In(P * Q)`` only with ``multicast=True`` (see below).
 In Verilog: ``n_in__<q>__valid``, ``ramp_out__<r>__<q>__payload``, ``w_accept__<r>``, ...
 
 Cores
@@ -31,13 +32,14 @@ Configuration address map
 local addresses ``[0, CORE_BASE)`` are the router's map (:mod:`arch.router_map`); local addresses
 ``CORE_BASE ..`` go to the core's ``cfg`` as ``local - CORE_BASE``. ``rdata`` is valid one cycle
 after ``addr`` as on every bus. Addresses of tiles that do not exist read 0 and writes to them are
-ignored.
+ignored. With ``multicast``, while ``cfg_tiles`` is not 0 a write goes to ``local`` of every tile
+whose bit ``r * Q + q`` is set, whatever tile the address names (reads are not affected).
 
 Timing (zero load): a wavelet entering at a boundary input in cycle ``t`` and crossing ``h``
 router-to-router links is offered on its boundary output from cycle ``t + h + 2``.
 """
 
-from amaranth import Array, Cat, Module, Signal
+from amaranth import Array, Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -56,7 +58,7 @@ __all__ = ["Mesh"]
 class Mesh(wiring.Component):
     """``cfg.mesh_rows x cfg.mesh_cols`` routers; see the module docstring."""
 
-    def __init__(self, cfg, *, core=None, tile_addr_bits=DEFAULT_TILE_ADDR_BITS):
+    def __init__(self, cfg, *, core=None, tile_addr_bits=DEFAULT_TILE_ADDR_BITS, multicast=False):
         P, Q, C = cfg.mesh_rows, cfg.mesh_cols, cfg.num_colors
         if not (MIN_TILE_ADDR_BITS <= tile_addr_bits < ADDR_BITS):
             refuse(self, ConfigError(f"tile_addr_bits must be in {MIN_TILE_ADDR_BITS}..{ADDR_BITS - 1}, "
@@ -70,6 +72,8 @@ class Mesh(wiring.Component):
         self._core_factory = core
         wave = stream.Signature(Wavelet)
         members = {"cfg": In(ConfigBus()), "error": Out(1)}
+        if multicast:
+            members["cfg_tiles"] = In(P * Q)
         for side, n in (("n", Q), ("s", Q), ("w", P), ("e", P)):
             members[f"{side}_in"] = In(wave).array(n)
             members[f"{side}_out"] = Out(wave).array(n)
@@ -175,6 +179,8 @@ class Mesh(wiring.Component):
             for q in range(Q):
                 t = r * Q + q
                 hit = tile == t
+                if "cfg_tiles" in self.signature.members:
+                    hit = Mux(self.cfg_tiles.any(), self.cfg_tiles[t], hit)
                 bus = R[r][q].cfg
                 m.d.comb += [bus.addr.eq(local), bus.wdata.eq(self.cfg.wdata),
                              bus.we.eq(self.cfg.we & hit & is_router)]

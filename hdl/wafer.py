@@ -26,14 +26,15 @@ Configuration address map
 Tile ``(p, q)`` at ``tile_address(Q, p, q, 0, mesh_tile_addr_bits(sram_words, num_tasks))``
 (:mod:`arch.tile_map`; router at local 0, core at ``CORE_BASE``). The adapter registers
 (:mod:`arch.wafer_map`: ``ADAPTER`` at ``adapter_base()``, the top ``ADAPTER_SPAN`` addresses of
-the bus) shadow whatever the mesh has there. ``rdata`` is valid one cycle after ``addr``.
+the bus) shadow whatever the mesh has there; while ``TILE_MASK`` is not 0, a tile write goes to
+every tile of the mask (the mesh's multicast). ``rdata`` is valid one cycle after ``addr``.
 """
 
 from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from arch.config_bus import ADDR_BITS
+from arch.config_bus import ADDR_BITS, WORD_BITS
 from arch.tile_map import mesh_tile_addr_bits, tile_span
 from arch.wafer_map import ADAPTER, ADAPTER_COUNT_BITS, ADAPTER_SPAN, MAX_ADAPTER_COLUMNS, adapter_base
 from arch.wavelet import COLOR_BITS
@@ -84,7 +85,8 @@ class Wafer(wiring.Component):
         cfg = self._cfg
         P, Q, C = cfg.mesh_rows, cfg.mesh_cols, cfg.num_colors
         bits = mesh_tile_addr_bits(cfg.sram_words, cfg.num_tasks)
-        mesh = m.submodules.mesh = Mesh(cfg, core=lambda r, q: PeCore(cfg), tile_addr_bits=bits)
+        mesh = m.submodules.mesh = Mesh(cfg, core=lambda r, q: PeCore(cfg), tile_addr_bits=bits,
+                                        multicast=True)
         all_colors = (1 << C) - 1
 
         # Host edges.
@@ -102,7 +104,10 @@ class Wafer(wiring.Component):
         w_taken = Signal(32)
         g_sent = Signal(32)
         g_count = [Signal(COUNT_BITS, name=f"g_count_{q}") for q in range(Q)]
-        regs = {ADAPTER["W_COLOR"]: w_color, ADAPTER["W_TAKEN"]: w_taken, ADAPTER["G_SENT"]: g_sent}
+        tile_mask = Signal(min(P * Q, WORD_BITS))      # tiles 0..31 can be multicast to
+        m.d.comb += mesh.cfg_tiles.eq(tile_mask)
+        regs = {ADAPTER["W_COLOR"]: w_color, ADAPTER["W_TAKEN"]: w_taken, ADAPTER["G_SENT"]: g_sent,
+                ADAPTER["TILE_MASK"]: tile_mask}
         regs.update({ADAPTER["G_COUNT"] + q: s for q, s in enumerate(g_count)})
         writable = set(regs) - {ADAPTER["W_TAKEN"], ADAPTER["G_SENT"]}
 

@@ -136,8 +136,10 @@ def summary_rtl(run, results, wall):
         print(f"    layer {p['layer']} {p['phase']:<16} {p['config_cycles']:6d} "
               f"{p['model_config_cycles']:6d}   {p['run_cycles']:6d} {p['model_run_cycles']:6d} "
               f"{p['model_run_formula']:7d}   {p['lane_utilization']:5.3f}   {stream}")
+    config = sum(p["config_cycles"] for p in results["phases"])
     print(f"  step             {last['cycles']} cycles, FMAC lane utilization "
-          f"{results['utilization']:.3f}")
+          f"{results['utilization']:.3f}, configuration {config} cycles "
+          f"({config / last['cycles']:.1%} of the step)")
     tl = results["timeline"]
     print(f"  with MemoryX     {tl['overlap']['step_cycles']} cycles per step with the seed's overlap "
           f"(MemoryX exposed {tl['overlap']['memoryx_exposed_cycles']}), "

@@ -45,6 +45,7 @@ import numpy as np
 
 from arch.wavelet import unpack_wavelet
 from compiler.config_state import ConfigState
+from compiler.multicast import multicast
 from compiler.wafer import (
     compile_backward_data,
     compile_backward_weight,
@@ -157,8 +158,8 @@ def training(run, cfg: Config, data, *, log=print):
             data = {} if dz is None else {"dz16": dz[i]}
             if "next_input" in res_args:
                 data["next_x16"] = next_x[i]
-            out.append(state.program(compile_phase(cfg, m=dims[l + 1], k=dims[l], batch=B, x16=x16,
-                                                   **data, **kw, **res_args)))
+            out.append(multicast(cfg, state.program(compile_phase(
+                cfg, m=dims[l + 1], k=dims[l], batch=B, x16=x16, **data, **kw, **res_args))))
         return out
 
     for step in range(run.steps):

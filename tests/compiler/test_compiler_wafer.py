@@ -7,8 +7,8 @@ import pytest
 
 from arch.pe_map import STATUS, status_base
 from arch.tile_map import CORE_BASE, mesh_tile_addr_bits, tile_address
-from arch.wavelet import pack_tagged, unpack_tagged
-from compiler.wafer import WaferCompileError, compile_forward, join_gradients, weight_streams
+from arch.wavelet import pack_tagged, unpack_tagged, unpack_wavelet
+from compiler.wafer import WaferCompileError, compile_backward_data, compile_forward, join_gradients, weight_streams
 from hdl.config import preset
 from models.pe import PeModel
 
@@ -77,15 +77,20 @@ def test_activations_stay_where_the_next_phases_read_them():
         compile_backward_data,
         compile_backward_weight,
         dw_on_lanes,
+        input_stream_columns,
         resident_bases,
     )
     cfg = CFG.replace(sram_words=4096)
     dims, L, batch = (64, 24, 30, 10), cfg.lanes, 2 * cfg.lanes     # 24: 8 per column, on the lanes
     homes = activation_homes(cfg, dims)
-    top = 4096 - 8 * L
-    assert homes == {0: (None, None), 1: (top, top - 8 * L),          # 64 over 3: not on the lanes
+    top0 = 4096 - 22 * L                                              # the input batch (64 over 3)
+    top = top0 - 8 * L
+    assert homes == {0: (top0, None), 1: (top, top - 8 * L),          # 64 over 3: not on the lanes
                      2: (top - 8 * L - 10 * L, None)}                 # max |K_q|: 8, then 10
     assert dw_on_lanes(cfg, 24) and not dw_on_lanes(cfg, 30)
+    # The next input batch: one column per phase after forward 0, in step order.
+    assert input_stream_columns(cfg, dims) == {("forward", 1): range(0, 1), ("forward", 2): range(1, 2),
+                                               ("backward-data", 2): range(2, 3)}
 
     def phase(kind, l, fn, **kw):
         return fn(cfg, m=dims[l + 1], k=dims[l], batch=batch, **kw, **resident_bases(cfg, dims, kind, l))
@@ -97,7 +102,7 @@ def test_activations_stay_where_the_next_phases_read_them():
     bw2 = phase("backward-weight", 2, compile_backward_weight)
     assert bw1.plan["dw"] == "lanes" and bw2.plan["dw"] == "dot"
     for pq, info in fwd0.plan["pes"].items():
-        assert (info["x_base"], info["xn_base"], info["xn_t_base"]) == (0, *homes[1])
+        assert (info["x_base"], info["xn_base"], info["xn_t_base"]) == (homes[0][0], *homes[1])
         assert info["descs"][5]["b_stride"] == len(info["own"]) == 8      # the transposed STORE
         assert fwd1.plan["pes"][pq]["x_base"] == homes[1][0] == fwd1.plan["pes"][pq]["descs"][0]["a_base"]
         assert fwd1.plan["pes"][pq]["xn_base"] == homes[2][0] and 5 not in fwd1.plan["pes"][pq]["descs"]
@@ -121,7 +126,7 @@ def test_the_input_batch_is_transposed_on_the_wafer():
     dims, L, batch = (64, 32, 10), cfg.lanes, 2 * cfg.lanes
     homes = activation_homes(cfg, dims)
     size = 32 * L                                                     # |K_q| = 32, then 16 vectors of L
-    assert homes == {0: (None, 4096 - size), 1: (4096 - size - 16 * L, 4096 - size - 32 * L)}
+    assert homes == {0: (4096 - size, 4096 - 2 * size), 1: (4096 - 2 * size - 16 * L, 4096 - 2 * size - 32 * L)}
     x16 = np.arange(64 * batch, dtype=np.uint16).reshape(64, batch)
     fwd = compile_forward(cfg, m=32, k=64, batch=batch, x16=x16, **resident_bases(cfg, dims, "forward", 0))
     bw = compile_backward_weight(cfg, m=32, k=64, batch=batch, **resident_bases(cfg, dims, "backward-weight", 0))
@@ -133,16 +138,53 @@ def test_the_input_batch_is_transposed_on_the_wafer():
     assert not [a for a, _ in bw.writes if a in sram]                # no X^T load
     assert sum(a in sram for a, _ in fwd.writes) == 4 * 32 * L // 2  # X, two bf16 per write
     assert not can_transpose_x(cfg, m=16, k=64)                       # |K_q| = 32 > M = 16
-    assert activation_homes(cfg, (64, 16, 10))[0] == (None, None)
+    assert activation_homes(cfg, (64, 16, 10))[0][1] is None          # no X^T home
     assert not can_transpose_x(cfg.replace(num_colors=4), m=32, k=64)
     with pytest.raises(WaferCompileError, match="transposing X on the wafer needs 8 task descriptors"):
         compile_forward(cfg, m=16, k=64, batch=batch, x_t_home=3000)
 
 
+def test_next_input_streams_into_its_home():
+    """A phase carrying the next input batch: routes from the west edge to the last of its
+    columns, and in each PE of them a STORE that takes every vector passing its RAMP; replayed on
+    the PE model (the tile's writes, then the row's wavelets), each keeps X[K_q, B_p] at the home."""
+    from compiler.wafer import input_stream_columns
+    L, batch, home = CFG.lanes, 2 * CFG.lanes, 1500
+    x16 = (np.arange(11 * batch, dtype=np.uint16).reshape(11, batch) + 0x3F00).astype(np.uint16)
+    nxt = {"home": home, "k": 11, "columns": range(1, 3)}
+    phase = compile_backward_data(CFG, m=8, k=12, batch=batch, next_input=nxt, next_x16=x16)
+    color, words = phase.plan["west_in"][0]
+    assert words == (4 + 3) * L and color == 1              # 11 over 3: 4, 4, 3; color 1 is free
+    bits = mesh_tile_addr_bits(CFG.sram_words, CFG.num_tasks)
+    for p in range(CFG.mesh_rows):
+        assert (color, "W", ["E"]) in phase.plan["routes"][(p, 0)]
+        assert (color, "W", ["RAMP", "E"]) in phase.plan["routes"][(p, 1)]
+        assert (color, "W", ["RAMP"]) in phase.plan["routes"][(p, 2)]
+        assert len(phase.west_in[p]) == words
+        for q, ks in ((1, range(4, 8)), (2, range(8, 11))):
+            core = PeModel(lanes=L, sram_words=CFG.sram_words, num_tasks=CFG.num_tasks,
+                           num_colors=CFG.num_colors)
+            for a, v in phase.writes:
+                if a >> bits == p * CFG.mesh_cols + q and a & ((1 << bits) - 1) >= CORE_BASE:
+                    core.cfg_write((a & ((1 << bits) - 1)) - CORE_BASE, v)
+            for w in phase.west_in[p]:
+                data, c, _ = unpack_wavelet(int(w))
+                assert c == color
+                core.wavelet(c, data, rx2=True)
+            want = x16[ks.start:ks.stop, p * L:(p + 1) * L].astype(np.uint32) << 16
+            assert core.mem[home:home + want.size].tolist() == want.ravel().tolist(), (p, q)
+            assert not core.fault, (p, q, core.fault)
+    assert input_stream_columns(CFG, (64, 10)) == {}
+    with pytest.raises(WaferCompileError, match="next_x16 given without next_input"):
+        compile_backward_data(CFG, m=8, k=12, batch=batch, next_x16=x16)
+    with pytest.raises(WaferCompileError, match=r"next X has shape \(10, 8\), expected \(11, 8\)"):
+        compile_backward_data(CFG, m=8, k=12, batch=batch, next_input=nxt, next_x16=x16[:10])
+
+
 def test_resident_x_errors():
     x16 = np.zeros((32, 8), np.uint16)
     with pytest.raises(WaferCompileError, match="X is resident at 100, so there is no X to load"):
-        compile_forward(CFG, m=8, k=32, batch=8, x16=x16, x_home=100)
+        compile_backward_data(CFG, m=8, k=32, batch=8, x16=x16, x_home=100)
     with pytest.raises(WaferCompileError, match="below the resident activations at 64"):
         compile_forward(CFG, m=9, k=32, batch=8, x_home=1000, keep_home=1500, sram_limit=64)
     with pytest.raises(WaferCompileError, match="transposed needs a hidden layer and 6 task descriptors"):

@@ -226,6 +226,46 @@ def test_wafer_backward_data():
         assert np.array_equal(got, want[:, p * L:(p + 1) * L]), f"row {p}: dZ_prev at the edge"
 
 
+def test_wafer_multicast_configuration_and_next_input_stream():
+    """Backward-data configured through TILE_MASK (compiler.multicast: shared registers and the
+    rows' alike dZ loads written once) while the next input batch streams in at the west edges
+    into the PEs of columns 1 and 2 (a STORE each at its home): dZ_prev equal to the kernels, and
+    every PE of those columns holds its X[K_q, B_p] at the home afterwards."""
+    from compiler.config_state import ConfigState
+    from compiler.multicast import multicast
+    cfg = preset("system", mesh_cols=3)
+    m, k, batch, k_in, home = 6, 12, 2 * cfg.lanes, 9, 1500
+    L = cfg.lanes
+    rng = np.random.default_rng(12)
+    w16, x16, dz16 = random_layer(rng, m, k, batch)
+    x_next = rng.integers(0, 1 << 16, (k_in, batch)).astype(np.uint16)
+    full = compile_backward_data(cfg, m=m, k=k, batch=batch, x16=x16, dz16=dz16, next_x16=x_next,
+                                 next_input={"home": home, "k": k_in, "columns": range(1, 3)})
+    phase = multicast(cfg, ConfigState().program(full))
+    assert len(phase.writes) < len(full.writes) * 3 // 4
+    want = kernels.backward_data(w16, dz16, x16)
+    bits = mesh_tile_addr_bits(cfg.sram_words, cfg.num_tasks)
+    reads = []
+    for (p, q), info in sorted(phase.plan["pes"].items()):
+        kept = want[info["k"].start:info["k"].stop, p * L:(p + 1) * L].astype(np.uint32) << 16
+        reads += [(tile_address(cfg.mesh_cols, p, q, CORE_BASE + info["dx_base"] + i, bits), int(v))
+                  for i, v in enumerate(kept.ravel())]
+        if q > 0:
+            ks = range(3 * q, 3 * q + 3)
+            mine = x_next[ks.start:ks.stop, p * L:(p + 1) * L].astype(np.uint32) << 16
+            reads += [(tile_address(cfg.mesh_cols, p, q, CORE_BASE + home + i, bits), int(v))
+                      for i, v in enumerate(mine.ravel())]
+    reads += status_reads(cfg, phase, FAULT=0, ACTIVE=0)
+    reads.append((adapter_base() + ADAPTER["TILE_MASK"], 0))
+    edges = {f"west_out__{p}": k * L for p in range(cfg.mesh_rows)}
+    edges.update(no_gradients(cfg))
+    result = run_phase(cfg, "wafer_bd_multicast", phase, link_inputs(cfg, w16, transposed=True),
+                       edges, reads, gap=0.2)
+    for p in range(cfg.mesh_rows):
+        got = split_dx(cfg, result["outputs"][f"west_out__{p}"], k)
+        assert np.array_equal(got, want[:, p * L:(p + 1) * L]), f"row {p}: dZ_prev at the edge"
+
+
 @pytest.mark.parametrize("changes,kw,match", [
     ({}, dict(m=8, k=16, batch=6), "batch must be 8"),
     ({"num_colors": 2}, dict(m=8, k=16, batch=8), "need 4 colors"),

@@ -1,0 +1,101 @@
+"""Multicast configuration (docs/wafer.md#multicast-configuration): a register that several
+tiles of a phase set to the same value is written once, under the wafer's ``TILE_MASK``
+(:mod:`arch.wafer_map`)."""
+
+import dataclasses
+from collections import defaultdict
+
+from arch.pe_map import STATUS, status_base
+from arch.tile_map import CORE_BASE, mesh_tile_addr_bits
+from arch.wafer_map import ADAPTER, adapter_base
+
+__all__ = ["multicast"]
+
+
+def multicast(cfg, phase):
+    """``phase`` (:class:`compiler.wafer.WaferPhase`, after
+    :meth:`compiler.config_state.ConfigState.program`) with every register write that two or more
+    tiles (of tiles 0..31) make with the same local address and value (routes, ``RAMP2``,
+    descriptor words other than the committing word 0, ``STOP``) written once, at the start of
+    the phase: per distinct set of tiles a ``TILE_MASK`` write and then its writes, then
+    ``TILE_MASK = 0``; the other writes follow in their order, ``plan["commits"]`` renumbered.
+    SRAM loads that several tiles receive alike (``dZ`` in every PE of a row) are written once
+    too, under a ``TILE_MASK`` where the first of them was. A set of tiles is used only where it
+    saves writes. Moving the register writes first keeps every effect: they only set registers (a
+    descriptor write stops the descriptor), the phase's descriptors start at their commits, which
+    keep their order, and the wafer is idle when a phase's configuration starts."""
+    bits = mesh_tile_addr_bits(cfg.sram_words, cfg.num_tasks)
+    tiles = min(cfg.mesh_rows * cfg.mesh_cols, 32)
+    base, local_mask = adapter_base(), (1 << bits) - 1
+    status = CORE_BASE + status_base(cfg.sram_words, cfg.num_tasks)
+    stop, pack = status + STATUS["STOP"], status + STATUS["PACK"]
+    sram = range(CORE_BASE, CORE_BASE + cfg.sram_words)
+    sites = defaultdict(list)           # (local, value) -> [(index, tile)]
+    per_register = defaultdict(int)     # (tile, local) -> candidate writes
+    for i, ((addr, value), settable) in enumerate(zip(phase.writes, phase.settable, strict=True)):
+        tile, local = addr >> bits, addr & local_mask
+        if addr < base and tile < tiles and (settable or local == stop):
+            sites[(local, value)].append((i, tile))
+            per_register[(tile, local)] += 1
+    groups = defaultdict(list)          # mask -> [the writes of each shared value]
+    for (local, _), found in sites.items():
+        if len(found) > 1 and all(per_register[(t, local)] == 1 for _, t in found):
+            groups[sum(1 << t for _, t in found)].append([i for i, _ in found])
+    # A set of tiles costs its TILE_MASK write; the closing TILE_MASK = 0 one more.
+    groups = {mask: shared for mask, shared in groups.items()
+              if sum(len(w) - 1 for w in shared) > 1}
+    if sum(len(w) - 1 for shared in groups.values() for w in shared) <= len(groups) + 1:
+        groups = {}
+    merged = {i for shared in groups.values() for w in shared for i in w}
+    mask_addr = base + ADAPTER["TILE_MASK"]
+    out = []                            # (write, settable, index in phase.writes or None)
+    for mask in sorted(groups, key=lambda m: min(w[0] for w in groups[m])):
+        out.append(((mask_addr, mask), False, None))
+        out += [(phase.writes[w[0]], False, None) for w in sorted(groups[mask])]
+    if groups:
+        out.append(((mask_addr, 0), False, None))
+    out += [(w, s, i) for i, (w, s) in enumerate(zip(phase.writes, phase.settable)) if i not in merged]
+    out = _shared_loads(out, bits, tiles, mask_addr, lambda local: local in sram or local == pack)
+    moved = {i: n for n, (_, _, i) in enumerate(out) if i is not None}
+    plan = dict(phase.plan)
+    plan["commits"] = {pq: {t: moved[i] for t, i in c.items()} for pq, c in phase.plan["commits"].items()}
+    return dataclasses.replace(phase, writes=[w for w, _, _ in out], settable=[s for _, s, _ in out],
+                               plan=plan)
+
+
+def _shared_loads(out, bits, tiles, mask_addr, is_load):
+    """``out`` with the SRAM loads that several tiles receive alike (runs of consecutive load
+    writes of one tile, ``PACK`` included, equal in local addresses and values) written once under
+    a ``TILE_MASK``, where the first of them was."""
+    local_mask = (1 << bits) - 1
+    runs, n = [], 0                     # (start, end, tile)
+    while n < len(out):
+        (addr, _), _, _ = out[n]
+        tile = addr >> bits
+        end = n
+        while (end < len(out) and out[end][0][0] >> bits == tile and tile < tiles
+               and is_load(out[end][0][0] & local_mask)):
+            end += 1
+        if end > n:
+            runs.append((n, end, tile))
+        n = max(end, n + 1)
+    alike = defaultdict(list)
+    for start, end, tile in runs:
+        alike[tuple((a & local_mask, v) for (a, v), _, _ in out[start:end])].append((start, end, tile))
+    replace, drop = {}, set()
+    for body, found in alike.items():
+        tiles_of = {t for _, _, t in found}
+        if len(tiles_of) < 2 or len(tiles_of) != len(found) or (len(found) - 1) * len(body) <= 2:
+            continue
+        start, end, _ = found[0]
+        mask = sum(1 << t for t in tiles_of)
+        replace[start] = [((mask_addr, mask), False, None)] + out[start:end] + [((mask_addr, 0), False, None)]
+        drop |= {i for s, e, _ in found for i in range(s, e)}
+    if not replace:
+        return out
+    result = []
+    for n, item in enumerate(out):
+        result += replace.get(n, [])
+        if n not in drop:
+            result.append(item)
+    return result
