@@ -261,7 +261,8 @@ def compile_forward(cfg, *, m, k, batch, x16=None, last=False, x_home=None, keep
     batch of ``batch`` samples. With ``x16`` (K x batch bf16 bit patterns) the writes also load
     each PE's input slice ``X[K_q, B_p]`` into its SRAM (upper 16 bits of each word; at ``x_home``
     when given); with ``x_home`` alone it is already there (the previous layer kept it, or the
-    previous step streamed the input batch in: :func:`resident_bases`) and nothing is loaded. ``keep_home``: where the kept outputs land (default: after the working
+    previous step streamed the input batch in: :func:`resident_bases`) and nothing is loaded.
+    ``keep_home``: where the kept outputs land (default: after the working
     set); ``keep_t_home``: where every PE also keeps them transposed (``A^T[B_p, own]``, for the
     next layer's backward-weight on the lanes; ``models.pe.forward_kernel``); ``x_t_home``: where
     every PE also keeps its ``X`` transposed (``X^T[B_p, K_q]``, for this layer's backward-weight
@@ -345,7 +346,8 @@ def input_stream_columns(cfg, dims):
 def activation_homes(cfg, dims):
     """``{l: (x, xt)}``: where every PE keeps layer ``l``'s input between phases: ``X[K_q, B_p]``
     at ``x`` (one L-word vector per k; the hidden layers ``l >= 1``, and the input batch when the
-    previous step streams it in, :func:`input_stream_columns`; else ``None``: it is loaded) and, when backward-weight of ``l`` runs on the lanes (:func:`dw_on_lanes`),
+    previous step streams it in, :func:`input_stream_columns`; else ``None``: it is loaded) and,
+    when backward-weight of ``l`` runs on the lanes (:func:`dw_on_lanes`),
     ``X^T[B_p, K_q]`` at ``xt`` (``|K_q|`` words per sample; for ``l = 0`` only if the forward can
     transpose it, :func:`can_transpose_x`; else ``None``); ``max |K_q| * L`` words each, stacked down
     from the top of SRAM. Forward ``l - 1`` leaves them there (forward 0 the input's ``X^T``);

@@ -12,10 +12,13 @@ the recorders' words); it returns the ``results.json`` dictionary. Two drivers r
 Each training step, for every phase (compiled by :mod:`compiler.wafer`):
 
 1. **Configure.** The host compiles the phase for every wafer: routes, descriptors, adapter
-   registers and the SRAM inputs the wafer does not hold (the input batch, ``dZ``, and ``X^T`` of
-   the input where the forward cannot transpose it; activations and their transposes stay
-   resident, ``compiler.wafer.resident_bases``), leaving out register writes of values the wafer already
-   holds (``compiler.config_state.ConfigState``, one per wafer, kept for the run); the words go
+   registers and the SRAM inputs the wafer does not hold (``dZ``, the input batch in the first
+   step, and ``X^T`` of the input where the forward cannot transpose it; activations and their
+   transposes stay resident, ``compiler.wafer.resident_bases``, and the phases of
+   ``compiler.wafer.input_stream_columns`` stream the next step's input batch in at the west
+   edges while they run), leaving out register writes of values the wafer already holds
+   (``compiler.config_state.ConfigState``, one per wafer, kept for the run) and writing registers
+   and loads that several tiles share once (``compiler.multicast``); the words go
    into each wafer's configuration player, which writes one per cycle (no fabric traffic
    meanwhile, except backward-weight, which starts when its descriptors commit).
 2. **Run.** The broadcast players send the layer's bf16 weights from MemoryX, one per mesh
