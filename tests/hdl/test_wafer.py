@@ -200,6 +200,18 @@ def test_backward_weight_on_the_lanes_plan():
             assert word & 3, f"tile {(p, q)} descriptor {t}: the commit write holds a NOP"
 
 
+def dx_reads(cfg, phase, want):
+    """Read-backs of the dZ_prev ``want`` (``k x batch`` bf16) each PE of a backward-data phase
+    keeps at its ``dx_base``."""
+    L, bits = cfg.lanes, mesh_tile_addr_bits(cfg.sram_words, cfg.num_tasks)
+    reads = []
+    for (p, q), info in sorted(phase.plan["pes"].items()):
+        kept = want[info["k"].start:info["k"].stop, p * L:(p + 1) * L].astype(np.uint32) << 16
+        reads += [(tile_address(cfg.mesh_cols, p, q, CORE_BASE + info["dx_base"] + i, bits), int(v))
+                  for i, v in enumerate(kept.ravel())]
+    return reads
+
+
 def test_wafer_backward_data():
     """dZ_prev = mask(X) * bf16(W^T dZ): W streamed transposed, row k on the link of its column,
     FMAC over the stored dZ, VEC MASK + round into SRAM, = kernels.backward_data."""
@@ -209,13 +221,7 @@ def test_wafer_backward_data():
     w16, x16, dz16 = random_layer(np.random.default_rng(9), m, k, batch)
     phase = compile_backward_data(cfg, m=m, k=k, batch=batch, x16=x16, dz16=dz16)
     want = kernels.backward_data(w16, dz16, x16)
-    bits = mesh_tile_addr_bits(cfg.sram_words, cfg.num_tasks)
-    reads = []
-    for (p, q), info in sorted(phase.plan["pes"].items()):
-        kept = want[info["k"].start:info["k"].stop, p * L:(p + 1) * L].astype(np.uint32) << 16
-        reads += [(tile_address(cfg.mesh_cols, p, q, CORE_BASE + info["dx_base"] + i, bits), int(v))
-                  for i, v in enumerate(kept.ravel())]
-    reads += status_reads(cfg, phase, FAULT=0, ACTIVE=0)
+    reads = dx_reads(cfg, phase, want) + status_reads(cfg, phase, FAULT=0, ACTIVE=0)
     reads.append((adapter_base() + ADAPTER["W_TAKEN"], m * k))
     edges = {f"west_out__{p}": k * L for p in range(cfg.mesh_rows)}
     edges.update(no_gradients(cfg))
@@ -245,11 +251,8 @@ def test_wafer_multicast_configuration_and_next_input_stream():
     assert len(phase.writes) < len(full.writes) * 3 // 4
     want = kernels.backward_data(w16, dz16, x16)
     bits = mesh_tile_addr_bits(cfg.sram_words, cfg.num_tasks)
-    reads = []
-    for (p, q), info in sorted(phase.plan["pes"].items()):
-        kept = want[info["k"].start:info["k"].stop, p * L:(p + 1) * L].astype(np.uint32) << 16
-        reads += [(tile_address(cfg.mesh_cols, p, q, CORE_BASE + info["dx_base"] + i, bits), int(v))
-                  for i, v in enumerate(kept.ravel())]
+    reads = dx_reads(cfg, phase, want)
+    for p, q in sorted(phase.plan["pes"]):
         if q > 0:
             ks = range(3 * q, 3 * q + 3)
             mine = x_next[ks.start:ks.stop, p * L:(p + 1) * L].astype(np.uint32) << 16
