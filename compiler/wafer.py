@@ -325,22 +325,31 @@ def can_transpose_x(cfg, *, m, k):
 
 def input_stream_columns(cfg, dims):
     """``{(kind, l): columns}``: the phases of a step that stream the **next** step's input batch
-    into the wafer while they run, and the mesh columns whose ``X[K_q, B_p]`` each carries
-    (contiguous ranges, in step order): forward and backward-data of the layers ``l >= 1``, whose
-    west edges take no input, where a descriptor slot and a color are free
-    (:func:`next_input_west_in`). Empty (one layer, or no room): the host loads the input batch
+    into the wafer while they run, and the mesh columns (a sorted tuple) whose ``X[K_q, B_p]``
+    each carries: forward and backward-data of the layers ``l >= 1``, whose west edges take no
+    input, where a descriptor slot and a color are free (:func:`next_input_west_in`). Each column
+    (``|K_q| * L`` wavelets per row) goes to the phase with the most room left under its run,
+    counted as the words on its fullest weight link (``M * max |K_q|`` of the phase's layer;
+    ties: the earlier phase). Empty (one layer, or no room): the host loads the input batch
     every step."""
-    n, T = len(dims) - 1, cfg.num_tasks
-    phases = []
+    n, T, Q, L = len(dims) - 1, cfg.num_tasks, cfg.mesh_cols, cfg.lanes
+    room = {}
     for l in range(1, n):
         keep_t = l < n - 1 and dw_on_lanes(cfg, dims[l + 1])
         if T > (FORWARD_T_TASKS if keep_t else FORWARD_TASKS) and cfg.num_colors > FORWARD_COLORS:
-            phases.append(("forward", l))
-    phases += [("backward-data", l) for l in range(n - 1, 0, -1) if T > BACKWARD_DATA_TASKS]
-    if not phases:
+            room[("forward", l)] = dims[l + 1] * len(pe._split(dims[l], Q)[0])
+    for l in range(n - 1, 0, -1):
+        if T > BACKWARD_DATA_TASKS:
+            room[("backward-data", l)] = dims[l + 1] * len(pe._split(dims[l], Q)[0])
+    if not room:
         return {}
-    groups = pe._split(cfg.mesh_cols, len(phases))
-    return {ph: cols for ph, cols in zip(phases, groups) if len(cols)}
+    order = list(room)
+    columns = {ph: [] for ph in order}
+    for q, kq in enumerate(pe._split(dims[0], Q)):
+        ph = max(order, key=lambda ph: (room[ph], -order.index(ph)))
+        columns[ph].append(q)
+        room[ph] -= len(kq) * L
+    return {ph: tuple(cols) for ph, cols in columns.items() if cols}
 
 
 def activation_homes(cfg, dims):

@@ -88,9 +88,10 @@ def test_activations_stay_where_the_next_phases_read_them():
     assert homes == {0: (top0, None), 1: (top, top - 8 * L),          # 64 over 3: not on the lanes
                      2: (top - 8 * L - 10 * L, None)}                 # max |K_q|: 8, then 10
     assert dw_on_lanes(cfg, 24) and not dw_on_lanes(cfg, 30)
-    # The next input batch: one column per phase after forward 0, in step order.
-    assert input_stream_columns(cfg, dims) == {("forward", 1): range(0, 1), ("forward", 2): range(1, 2),
-                                               ("backward-data", 2): range(2, 3)}
+    # The next input batch: each column (88 or 84 wavelets per row) to the phase with the most
+    # room under its run (forward 1 and backward-data 1: 30 x 8 weight words per link; forward 2
+    # and backward-data 2: 10 x 10).
+    assert input_stream_columns(cfg, dims) == {("forward", 1): (0,), ("backward-data", 1): (1, 2)}
 
     def phase(kind, l, fn, **kw):
         return fn(cfg, m=dims[l + 1], k=dims[l], batch=batch, **kw, **resident_bases(cfg, dims, kind, l))
