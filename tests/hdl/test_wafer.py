@@ -28,7 +28,7 @@ from hdl.config import ConfigError, preset
 from hdl.wafer import Wafer
 from models.numerics import bf16_bits
 from models.pipeline import kernels
-from sim.kit.runner import run_bench
+from sim.kit.runner import config_verilog, run_bench
 
 
 def no_gradients(cfg):
@@ -77,7 +77,7 @@ def test_wafer_forward(rows, cols, m, k, gap, stall):
                           **no_gradients(cfg)},
               "accept": [], "num_colors": cfg.num_colors, "reads": reads,
               "gap_prob": gap, "stall_prob": stall}
-    test_dir = run_bench(Wafer(cfg), f"wafer_{rows}x{cols}", "sim.benches.tile", params=params)
+    test_dir = run_bench(config_verilog("wafer", cfg, Wafer), "wafer", "sim.benches.tile", params=params)
     result = json.loads((test_dir / "result.json").read_text())
     assert all(not result["outputs"][name] for name in no_gradients(cfg)), "gradient words in forward"
     for p, words in expect.items():
@@ -92,7 +92,7 @@ def test_wafer_forward(rows, cols, m, k, gap, stall):
                      f"RTL {got[bad[0]]:#x}, expected {want[bad[0]]:#x}")
 
 
-def run_phase(cfg, name, phase, weights, outputs, reads, gap=0.0, stall=0.0):
+def run_phase(cfg, phase, weights, outputs, reads, gap=0.0, stall=0.0):
     """Run a compiled phase on the RTL wafer; ``outputs`` ``{prefix: expected words}``,
     ``reads`` ``[(addr, expected)]``. Checks every word and read-back; returns the result."""
     inputs = {f"weights__{q}": [] for q in range(cfg.mesh_cols)}     # idle links: valid low
@@ -103,7 +103,7 @@ def run_phase(cfg, name, phase, weights, outputs, reads, gap=0.0, stall=0.0):
               "outputs": {n: v if isinstance(v, int) else len(v) for n, v in outputs.items()},
               "accept": [], "num_colors": cfg.num_colors, "reads": [a for a, _ in reads],
               "gap_prob": gap, "stall_prob": stall}
-    test_dir = run_bench(Wafer(cfg), name, "sim.benches.tile", params=params)
+    test_dir = run_bench(config_verilog("wafer", cfg, Wafer), "wafer", "sim.benches.tile", params=params)
     result = json.loads((test_dir / "result.json").read_text())
     for n, words in outputs.items():
         got = result["outputs"][n]
@@ -147,7 +147,7 @@ def test_wafer_forward_last_layer():
     assert (z < 0).any(), "the test needs negative logits (they must not be ReLU'd)"
     outputs = {f"east_out__{p}": v for p, v in logits_expected_outputs(cfg, z).items()}
     outputs.update(no_gradients(cfg))
-    run_phase(cfg, "wafer_fwd_last", phase, link_inputs(cfg, w16), outputs,
+    run_phase(cfg, phase, link_inputs(cfg, w16), outputs,
               status_reads(cfg, phase, FAULT=0, ACTIVE=0), gap=0.2, stall=0.3)
 
 
@@ -173,7 +173,7 @@ def test_wafer_backward_weight(rows, cols, m, k, dw):
     assert np.array_equal(joined, dw)
     reads = status_reads(cfg, phase, FAULT=0, ACTIVE=0)
     reads.append((adapter_base() + ADAPTER["G_SENT"], m * k))
-    run_phase(cfg, f"wafer_bw_{rows}x{cols}", phase, {}, links, reads, stall=0.3)
+    run_phase(cfg, phase, {}, links, reads, stall=0.3)
 
 
 def test_backward_weight_on_the_lanes_plan():
@@ -225,7 +225,7 @@ def test_wafer_backward_data():
     reads.append((adapter_base() + ADAPTER["W_TAKEN"], m * k))
     edges = {f"west_out__{p}": k * L for p in range(cfg.mesh_rows)}
     edges.update(no_gradients(cfg))
-    result = run_phase(cfg, "wafer_bd", phase, link_inputs(cfg, w16, transposed=True), edges, reads,
+    result = run_phase(cfg, phase, link_inputs(cfg, w16, transposed=True), edges, reads,
                        gap=0.2)
     for p in range(cfg.mesh_rows):      # the same values leave the west edge, columns by color
         got = split_dx(cfg, result["outputs"][f"west_out__{p}"], k)
@@ -262,7 +262,7 @@ def test_wafer_multicast_configuration_and_next_input_stream():
     reads.append((adapter_base() + ADAPTER["TILE_MASK"], 0))
     edges = {f"west_out__{p}": k * L for p in range(cfg.mesh_rows)}
     edges.update(no_gradients(cfg))
-    result = run_phase(cfg, "wafer_bd_multicast", phase, link_inputs(cfg, w16, transposed=True),
+    result = run_phase(cfg, phase, link_inputs(cfg, w16, transposed=True),
                        edges, reads, gap=0.2)
     for p in range(cfg.mesh_rows):
         got = split_dx(cfg, result["outputs"][f"west_out__{p}"], k)
