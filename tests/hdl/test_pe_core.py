@@ -14,7 +14,7 @@ from hdl.pe_core import PeCore
 from models.numerics import bf16_bits, bf16_mul, bits, fp32_add
 from models.pe import DEP_TO_TX_CYCLES
 from sim.benches.pe import Program, desc_writes, sram_writes
-from sim.kit.runner import run_bench
+from sim.kit.runner import config_verilog, run_bench
 
 TINY = preset("tiny")          # lanes 2, 256 words in 2 banks, 4 tasks, 4 colors
 DEFAULT = preset("default")    # lanes 4, 2048 words in 8 banks, 8 tasks, 24 colors
@@ -56,7 +56,8 @@ def status_reads(cfg):
 
 
 def run(cfg, prog, **kw):
-    test_dir = run_bench(PeCore(cfg), "pe_core", "sim.benches.pe", params=prog.params(**kw))
+    test_dir = run_bench(config_verilog("pe_core", cfg, PeCore), "pe_core", "sim.benches.pe",
+                         params=prog.params(**kw))
     result = json.loads((test_dir / "result.json").read_text())
     prog.check(result)
     return result

@@ -13,7 +13,7 @@ from hdl.mesh import Mesh
 from hdl.pe_core import PeCore
 from hdl.tile import Tile
 from sim.benches.tile import forward_kernel_setup
-from sim.kit.runner import run_bench
+from sim.kit.runner import config_verilog, run_bench
 
 
 def check(result, params, expect):
@@ -29,12 +29,17 @@ def check(result, params, expect):
                      f"RTL {got[bad[0]]:#x}, expected {want[bad[0]]:#x}")
 
 
+def pe_mesh(cfg):
+    """A mesh of PE tiles (the wafer without its adapters)."""
+    bits = mesh_tile_addr_bits(cfg.sram_words, cfg.num_tasks)
+    return Mesh(cfg, core=lambda r, q: PeCore(cfg), tile_addr_bits=bits)
+
+
 def run_mesh(rows, cols, m, k, seed, gap, stall):
     cfg = preset("tiny", mesh_rows=rows, mesh_cols=cols)
     params, expect = forward_kernel_setup(cfg, rows=rows, cols=cols, m=m, k=k, seed=seed)
     params.update(gap_prob=gap, stall_prob=stall)
-    top = Mesh(cfg, core=lambda r, q: PeCore(cfg), tile_addr_bits=mesh_tile_addr_bits(cfg.sram_words, cfg.num_tasks))
-    test_dir = run_bench(top, f"pe_mesh_{rows}x{cols}", "sim.benches.tile", params=params)
+    test_dir = run_bench(config_verilog("pe_mesh", cfg, pe_mesh), "pe_mesh", "sim.benches.tile", params=params)
     result = json.loads((test_dir / "result.json").read_text())
     check(result, params, expect)
     return result, expect
