@@ -143,29 +143,12 @@ class Traffic:
 
 def fabric_verilog(name, cfg):
     """Path of the Verilog of fabric top ``name`` (``router``, ``mesh4x4`` from the registry, or
-    ``mesh``: ``Mesh(cfg)`` at ``cfg``'s size), generated once per (sources, config): Amaranth
-    takes seconds per router, and every bench of a session shares the result."""
-    import hashlib
-
-    import amaranth
-
+    ``mesh``: ``Mesh(cfg)`` at ``cfg``'s size), generated once per (sources, config) and shared by
+    every bench (:func:`sim.kit.runner.config_verilog`)."""
     from hdl.mesh import Mesh
     from hdl.tops import build_top
-    from hdl.verilog import write_verilog
-    from sim.kit.runner import BUILD, locked
-    root = Path(__file__).resolve().parents[2]
-    sources = [root / "hdl" / f for f in ("router.py", "mesh.py", "wavelet.py", "config_bus.py", "layouts.py")]
-    sources += sorted((root / "arch").glob("*.py"))
-    key = hashlib.sha1("\n".join(
-        [name, repr(cfg), amaranth.__version__] + [f.read_text() for f in sources]
-    ).encode()).hexdigest()[:12]
-    out = BUILD / f"fabric-{name}-{key}"
-    path = out / f"{name}.v"
-    with locked(out):
-        if not path.exists():
-            component = Mesh(cfg) if name == "mesh" else build_top(name, cfg)
-            write_verilog(component, name, out)
-    return path
+    from sim.kit.runner import config_verilog
+    return config_verilog(name, cfg, lambda cfg: Mesh(cfg) if name == "mesh" else build_top(name, cfg))
 
 
 WORDS_MAX = 1 << 18

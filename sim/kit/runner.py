@@ -85,11 +85,11 @@ def _safe(text):
 
 
 def config_verilog(name, cfg, build):
-    """The Verilog text of ``build(cfg)`` (a component of hardware configuration ``cfg``) as
+    """Path of the Verilog of ``build(cfg)`` (a component of hardware configuration ``cfg``) as
     module ``name``, generated once per ``hdl.generate.build_key(name, cfg)`` (the ``hdl/`` and
-    ``arch/`` sources, ``cfg``, the Python and Amaranth versions) and kept in
-    ``build/sim/verilog-<name>-<key>/``: benches of one design share it (Amaranth takes about a
-    minute for a wafer of 2 x 3 PE tiles)."""
+    ``arch/`` sources, ``cfg``, the Python and Amaranth versions) into
+    ``build/sim/verilog-<name>-<key>/``: benches of one design share it (Amaranth takes seconds
+    for a router, about a minute for a wafer of 2 x 3 PE tiles)."""
     from hdl.generate import build_key
     folder = BUILD / f"verilog-{name}-{build_key(name, cfg)['key'][:16]}"
     path = folder / f"{name}.v"
@@ -98,13 +98,13 @@ def config_verilog(name, cfg, build):
             tmp = folder / f".{name}.v.tmp"
             tmp.write_text(verilog_text(build(cfg), name))
             tmp.replace(path)
-        return path.read_text()
+    return path
 
 
 def run_bench(component, name, test_module, *, params=None, testcase=None, extra_sources=(),
               toplevel=None, seed=None, run_name=None, console=False):
-    """Build ``component`` as Verilog module ``name`` (or take ``component`` as that module's
-    Verilog text, :func:`config_verilog`) and run cocotb ``test_module`` on it.
+    """Build ``component`` as Verilog module ``name`` (or take ``component`` as the path of that
+    module's Verilog, :func:`config_verilog`) and run cocotb ``test_module`` on it.
 
     ``extra_sources`` are additional Verilog files (e.g. a harness); ``toplevel`` names the
     simulated top when it is not ``name``. Raises ``AssertionError`` naming the failing cocotb
@@ -116,7 +116,7 @@ def run_bench(component, name, test_module, *, params=None, testcase=None, extra
 
     require_iverilog()
     toplevel = toplevel or name
-    text = component if isinstance(component, str) else verilog_text(component, name)
+    text = component.read_text() if isinstance(component, Path) else verilog_text(component, name)
     extra_sources = [Path(p) for p in extra_sources]
     build_dir = build_dir_for(name, [text] + [p.read_text() for p in extra_sources])
     waves = waves_requested()
