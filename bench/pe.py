@@ -12,7 +12,7 @@ from arch.pe_map import STATUS, Op, status_base
 from arch.tile_map import CORE_BASE, mesh_tile_addr_bits
 from hdl.config import preset
 from hdl.mesh import Mesh
-from hdl.pe_core import PeCore
+from hdl.pe.core import PeCore
 from sim.benches.pe import Program, desc_writes, sram_writes
 from sim.benches.pe_coverage import coverage_table, directed_programs, fill, pe_coverage, random_programs
 from sim.benches.tile import forward_kernel_setup

@@ -4,7 +4,7 @@ gradient through the tree against a ring all-reduce, and the coverage of the dee
 
 import json
 
-from hdl.fp32_add import Fp32Add
+from hdl.fp.fp32_add import Fp32Add
 from hdl.swarmx import SwarmxTree
 from models.swarmx import SwarmxTiming, tree_vs_ring
 from sim.harness.swarmx_system import SwarmxSystemHarness

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from arch.pe_map import MAX_TASKS
 from arch.wavelet import COLOR_BITS, MAX_COLORS
 
-# Latency range of the pipelined fp stream units (hdl.fp_pipeline.MIN_LATENCY / MAX_LATENCY).
+# Latency range of the pipelined fp stream units (hdl.fp.pipeline.MIN_LATENCY / MAX_LATENCY).
 FP_LATENCIES = range(2, 7)
 
 __all__ = ["Config", "ConfigError", "PRESETS", "preset", "refuse"]

@@ -4,7 +4,7 @@ Every link is an ``amaranth.lib.stream`` of :class:`hdl.wavelet.TaggedWord` (``d
 ``last: 1``). The golden model (numbers, latency, a cycle-exact model) is ``models.swarmx``.
 
 Reduce unit (:class:`SwarmxReduceUnit`)
-    Joins two input streams, issues the pair into the pipelined :class:`hdl.fp32_add.Fp32Add`
+    Joins two input streams, issues the pair into the pipelined :class:`hdl.fp.fp32_add.Fp32Add`
     (latency ``L``: ``Config.fp_latency``, default ``Fp32Add.LATENCY``) and writes ``a + b`` into
     an output FIFO of ``L + 2`` words. It issues only while *words in the adder + words in the
     output FIFO < L + 2*, so the adder's output is always accepted (``o.ready`` tied high) and
@@ -45,7 +45,7 @@ from arch.wavelet import TAGGED, TAGGED_BITS
 
 from .config import refuse
 from .formal import Properties, active
-from .fp32_add import Fp32Add
+from .fp.fp32_add import Fp32Add
 from .layouts import cat_fields
 from .wavelet import TaggedWord
 

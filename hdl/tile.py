@@ -1,4 +1,4 @@
-"""A PE tile (docs/pe.md): a :class:`~hdl.pe_core.PeCore` on the RAMP port of a
+"""A PE tile (docs/pe.md): a :class:`~hdl.pe.core.PeCore` on the RAMP port of a
 :class:`~hdl.router.Router`, behind one configuration bus.
 
 Ports (``C = cfg.num_colors``; ``p`` in ``n, e, s, w``)
@@ -29,7 +29,7 @@ from arch.tile_map import CORE_BASE, tile_span
 
 from .config import ConfigError, refuse
 from .config_bus import ConfigBus
-from .pe_core import PeCore
+from .pe.core import PeCore
 from .router import Router
 from .wavelet import Wavelet
 

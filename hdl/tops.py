@@ -5,10 +5,10 @@ same name. Benches elaborate tops through this registry too, so generated and si
 the same.
 """
 
-from .bf16_mul import Bf16Mul
-from .fp32_add import Fp32Add
+from .fp.bf16_mul import Bf16Mul
+from .fp.fp32_add import Fp32Add
 from .mesh import Mesh
-from .pe_core import PeCore
+from .pe.core import PeCore
 from .router import Router
 from .skid_buffer import SkidBuffer
 from .swarmx import SwarmxTree

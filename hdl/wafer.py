@@ -1,5 +1,5 @@
 """A wafer (docs/wafer.md): ``cfg.mesh_rows x cfg.mesh_cols`` PE tiles (a :class:`~hdl.mesh.Mesh`
-with a :class:`~hdl.pe_core.PeCore` on every RAMP port) plus the edge adapters that join it to its
+with a :class:`~hdl.pe.core.PeCore` on every RAMP port) plus the edge adapters that join it to its
 SwarmX links (one per mesh column) and to the host.
 
 Ports (``P = cfg.mesh_rows``, ``Q = cfg.mesh_cols``)
@@ -42,7 +42,7 @@ from arch.wavelet import COLOR_BITS
 from .config import ConfigError, refuse
 from .config_bus import ConfigBus
 from .mesh import Mesh
-from .pe_core import PeCore
+from .pe.core import PeCore
 from .wavelet import TaggedWord, Wavelet
 
 __all__ = ["Wafer"]

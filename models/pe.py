@@ -1,6 +1,6 @@
 """Golden model of the PE core (docs/pe.md): the same descriptors executed on numpy state.
 
-It mirrors :mod:`hdl.pe_core` value for value (SRAM words, output wavelets per color, done
+It mirrors :mod:`hdl.pe.core` value for value (SRAM words, output wavelets per color, done
 counters, faults) and states the cycle cost of every descriptor. It is transaction level: one
 call per configuration write and per input wavelet; the vector unit runs every firing whose
 dependencies are met after each wavelet (the RTL runs it concurrently; outputs per color, SRAM
@@ -57,7 +57,7 @@ __all__ = ["PeModel", "unit_cycles", "VEC_FETCH_CYCLES", "DEP_TO_TX_CYCLES", "fo
 DEP_TO_TX_CYCLES = 6
 # The vector unit's fetch stage: pick and read A, latch A and read B, latch B. It overlaps the
 # execution of the previous vector, so only a vector whose dependencies were not met while the
-# previous one ran pays it (hdl/pe_vector_unit.py).
+# previous one ran pays it (hdl/pe/vector_unit.py).
 VEC_FETCH_CYCLES = 3
 
 

@@ -49,7 +49,7 @@ Backward-weight (:func:`backward_weight`)
     Per PE(p, q): ``partial_p[m,k] = sum over b of B_p ascending, from +0.0, of
     fp32_add(acc, bf16_mul(dZ[m,b], X[k,b]))`` (a dot product over SRAM, or an FMAC broadcast of
     the scalar dZ[m,b] over the PE's k; a dot product must run over the whole slice in one
-    ascending accumulation, which the L-element DOT of ``hdl/pe_core.py`` does when
+    ascending accumulation, which the L-element DOT of ``hdl/pe/core.py`` does when
     ``|B_p| <= lanes``). The P partials of column q are added **south to north**,
     because they leave at the north edge toward SwarmX: ``dW[m,k] = chain_sum(partial_{P-1},
     partial_{P-2}, ..., partial_0)`` (the south PE's partial is the first term). Values depend

@@ -14,7 +14,7 @@ Weight stream-in (every pass)
     layer reaches the south PE of its column ``fill = memoryx_stream_latency + link_latency +
     depth * swarmx_bcast_latency + router_io_latency + (P - 1) * hop_latency`` cycles after the
     request: the *weight-load latency*.
-PE engines (``hdl/pe_core.py``)
+PE engines (``hdl/pe/core.py``)
     The *wavelet engine* takes one wavelet per cycle: a weight wavelet is one FMAC broadcast over
     the PE's Bp activations (``ceil(Bp / L)`` cycles on L lanes), a dZ wavelet one cycle. The
     *store engine* takes the partial sums and results, one per cycle, on the RAMP's second
@@ -122,7 +122,7 @@ class TimingParams:
         Extra cycles to enter and leave the fabric at boundary ports (``hdl/router.py``: a word in
         at ``t`` through ``h`` links is offered at ``t + h + 2``: 2).
     vector_overhead_cycles : int
-        The PE vector unit's fetch (``hdl/pe_vector_unit.py``: 3, ``models.pe.VEC_FETCH_CYCLES``):
+        The PE vector unit's fetch (``hdl/pe/vector_unit.py``: 3, ``models.pe.VEC_FETCH_CYCLES``):
         an isolated vector and every dot-product word cost ``lanes + vector_overhead_cycles``
         (``models.pe.unit_cycles``), vectors back to back ``max(lanes, vector_overhead_cycles)``
         (the fetch overlaps the previous vector).
@@ -134,7 +134,7 @@ class TimingParams:
         VEC DOT) or as FMAC broadcasts on the lanes (False: the RTL's kernel where every column's
         ``Kq`` is a multiple of ``lanes``, ``compiler.wafer.dw_on_lanes``).
     fp_add_latency : int
-        Latency of the SwarmX adders: ``Config.fp_latency`` (``hdl/fp32_add.py``; default 2).
+        Latency of the SwarmX adders: ``Config.fp_latency`` (``hdl/fp/fp32_add.py``; default 2).
     swarmx_bcast_latency, swarmx_reduce_latency : int
         Cycles per SwarmX tree level (``hdl/swarmx.py``: broadcast 1, reduce ``2 L + 3`` = 7 with
         ``L = fp_add_latency``; ``None`` derives it from ``fp_add_latency``).

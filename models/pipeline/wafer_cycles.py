@@ -1,19 +1,19 @@
 """Closed-loop cycle simulation of one wafer phase (forward, backward-data, backward-weight) of the
 RTL schedule: the cycle-exact fabric model (:class:`models.fabric.FabricModel`, stepped one cycle at a
 time) joined to a timing model of every PE core (its wavelet engine and vector-unit FSM as
-documented in ``hdl/pe_core.py``, no numbers) and to the wafer's weight and gradient links.
+documented in ``hdl/pe/core.py``, no numbers) and to the wafer's weight and gradient links.
 
 Used by :mod:`models.pipeline.rtl_schedule` where a closed formula would miss the contention:
 the columns' results share the row links to the edge; stores wait for banks.
 
-PE timing (``hdl/pe_core.py``): ``rx`` always ready; a wavelet received in cycle ``t`` steps the
+PE timing (``hdl/pe/core.py``): ``rx`` always ready; a wavelet received in cycle ``t`` steps the
 matching FMAC/STORE at once; stage 1 writes SRAM in ``t + 1`` (an FMAC row's last wavelet: the
 row, ``dst_base + n*L + 0:L``; STORE word ``j`` of vector ``n`` in ``[lo, hi)``:
 ``arch.pe_map.store_addr``) and the unit's ``done`` count rises at the end of ``t + 1``. The store engine
 does the same for a STORE wavelet received on ``rx2`` (the router's RAMP2 channel), except that
 its stage-1 word waits while the wavelet engine's stage 1 writes its bank, and ``rx2`` is not
 ready in the cycles it waits; the unit counts when its last word is written. The vector unit
-(``hdl/pe_vector_unit.py``): the fetch stage FIDLE (picks the lowest ready VEC, unless a DOT
+(``hdl/pe/vector_unit.py``): the fetch stage FIDLE (picks the lowest ready VEC, unless a DOT
 executes, or it is a DOT and the execute stage is busy) -> FB -> FL (the unit is issued: the
 count advances; the execute stage takes it if it is free at this edge) -> else FULL until it is;
 the execute stage RUN (one element per cycle; after the last one the unit is done and the stage

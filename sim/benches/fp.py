@@ -204,9 +204,9 @@ def prepare_harness(unit, a, b, *, target="stream", expected=None, gap=0, stall=
     ``latency`` is the stream top's ``Config.fp_latency``.
     ``expected`` defaults to the golden model's results. The run folder stays locked (other
     sessions wait) until :meth:`HarnessJob.cleanup`."""
-    from hdl.bf16_mul import Bf16MulCore
+    from hdl.fp.bf16_mul import Bf16MulCore
     from hdl.config import Config
-    from hdl.fp32_add import Fp32AddCore
+    from hdl.fp.fp32_add import Fp32AddCore
     from hdl.tops import build_top
 
     if unit not in UNITS:
@@ -286,10 +286,10 @@ def _parse(out):
 
 
 # ----------------------------------------------------------------------------------------------
-# cycle model of the stream tops (hdl.fp_pipeline.FpStreamUnit)
+# cycle model of the stream tops (hdl.fp.pipeline.FpStreamUnit)
 
 class FpStreamCycleModel:
-    """Cycle model of :class:`hdl.fp_pipeline.FpStreamUnit`: operand :class:`SkidBufferModel`,
+    """Cycle model of :class:`hdl.fp.pipeline.FpStreamUnit`: operand :class:`SkidBufferModel`,
     the arithmetic function ``fn(payload) -> result`` with ``latency - 2`` register stages that
     advance together while the result stage's (registered) ``in_ready`` is high, result
     :class:`SkidBufferModel`.

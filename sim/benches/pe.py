@@ -1,6 +1,6 @@
 """cocotb bench for ``PeCore`` (top ``pe_core``): runs one *program* and records what happened.
 
-Parameters (``sim.kit.params()``), built by ``tests/hdl/test_pe_core.py`` from the golden model:
+Parameters (``sim.kit.params()``), built by ``tests/hdl/pe/test_pe_core.py`` from the golden model:
 ``cfg_writes`` ``[[addr, word], ...]`` (written one per cycle before traffic), ``wavelets``
 ``[[color, data], ...]`` (driven on ``rx`` with random gaps ``gap_prob``), ``wavelets2`` (the same
 on ``rx2``, at the same time), ``expect_tx`` (words

@@ -1,5 +1,5 @@
 """cocotb bench for PE tiles on the fabric: a ``tile`` top (router + core) or a ``Mesh`` of routers
-with a :class:`~hdl.pe_core.PeCore` on every RAMP port, running the forward micro-kernel.
+with a :class:`~hdl.pe.core.PeCore` on every RAMP port, running the forward micro-kernel.
 
 Parameters (``sim.kit.params()``), built by ``tests/hdl/test_tile.py``: ``writes`` ``[[addr, word]]``
 (configuration, one per cycle, before traffic), ``inputs`` ``{port prefix: [wavelet words]}``

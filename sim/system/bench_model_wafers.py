@@ -28,7 +28,7 @@ import cocotb
 import numpy as np
 
 from arch.wavelet import unpack_tagged
-from hdl.fp32_add import Fp32Add
+from hdl.fp.fp32_add import Fp32Add
 from models.memoryx import export_safetensors
 from models.numerics import bits, f32, tree_sum
 from models.pipeline import kernels

@@ -13,7 +13,7 @@ from arch.pe_map import DESCRIPTOR, FAULT_STATUS
 from arch.router_map import ERROR_STATUS
 from arch.wavelet import TAGGED, WAVELET
 from hdl.layouts import cat_fields
-from hdl.pe_core import Descriptor
+from hdl.pe.core import Descriptor
 from hdl.wavelet import TaggedWord, Wavelet
 from sim.harness.rtl_system import CFG_WRITE, CfgWrite, cfg_word
 

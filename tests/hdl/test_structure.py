@@ -4,7 +4,7 @@ from the generated Verilog at the ``tiny`` preset (``read_verilog; proc; opt; me
 * every memory has at most one read port and one write port, so a block RAM (or an SRAM macro)
   can hold it;
 * no variable multiplier (both operands non-constant) outside the bf16 multiplier core
-  (``hdl/bf16_mul.py``, the FMAC lanes' and the vector unit's; recognised by the name of its
+  (``hdl/fp/bf16_mul.py``, the FMAC lanes' and the vector unit's; recognised by the name of its
   product net): address generation and range checks use running addresses and additions.
 
 Needs Debian's yosys on PATH (``make test`` installs it as root, like Icarus Verilog).
@@ -27,7 +27,7 @@ YOSYS = shutil.which("yosys")
 def _yosys():
     assert YOSYS, "yosys not found: make test installs it (Debian package yosys)"
 
-# The net the bf16 multiplier core (hdl/bf16_mul.py) names its significand product: the one
+# The net the bf16 multiplier core (hdl/fp/bf16_mul.py) names its significand product: the one
 # place a variable multiplier belongs (the generated Verilog carries no Python source locations).
 MUL_CORE = "bf16_significand_product"
 

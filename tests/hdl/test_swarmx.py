@@ -8,7 +8,7 @@ import re
 import pytest
 
 from hdl.config import Config
-from hdl.fp32_add import Fp32Add
+from hdl.fp.fp32_add import Fp32Add
 from hdl.swarmx import SwarmxNode, SwarmxReduceUnit, SwarmxTree, tree_shape
 from hdl.tops import build_top
 from hdl.verilog import verilog_text

@@ -10,7 +10,7 @@ import pytest
 from arch.tile_map import mesh_tile_addr_bits
 from hdl.config import ConfigError, preset
 from hdl.mesh import Mesh
-from hdl.pe_core import PeCore
+from hdl.pe.core import PeCore
 from hdl.tile import Tile
 from sim.benches.tile import forward_kernel_setup
 from sim.kit.runner import config_verilog, run_bench

@@ -190,7 +190,7 @@ def test_bad_scenarios_are_named():
 def test_defaults_match_the_rtl_latencies():
     """The RTL's own constants: the fp32 adder, the SwarmX tree (hdl/swarmx.py, models/swarmx.py),
     the router's zero-load latency (models/fabric.py) and the PE vector unit (models/pe.py)."""
-    from hdl.fp32_add import Fp32Add
+    from hdl.fp.fp32_add import Fp32Add
     from models.fabric import zero_load_latency
     from models.pe import unit_cycles
     from models.swarmx import SwarmxTiming

@@ -35,10 +35,10 @@ from amaranth.lib.wiring import In, Out
 
 from arch.pe_map import MAX_TASKS, Op, VecMode
 
-from .bf16_mul import Bf16MulCore
-from .fp32_add import Fp32AddCore
-from .pe_descriptor_table import PTR_BITS, state_shapes
-from .wavelet import Wavelet
+from ..fp.bf16_mul import Bf16MulCore
+from ..fp.fp32_add import Fp32AddCore
+from .descriptor_table import PTR_BITS, state_shapes
+from ..wavelet import Wavelet
 
 __all__ = ["VectorUnit"]
 

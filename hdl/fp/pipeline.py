@@ -5,8 +5,8 @@ from amaranth import Module, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .formal import Properties, active
-from .skid_buffer import SkidBuffer
+from ..formal import Properties, active
+from ..skid_buffer import SkidBuffer
 
 __all__ = ["FpStreamUnit", "Stages", "MIN_LATENCY", "MAX_LATENCY"]
 

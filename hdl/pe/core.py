@@ -19,10 +19,10 @@ flops), ``cfg: In(ConfigBus())``, ``fault: Out(1)`` (the sticky fault flag), ``b
 (registered: a descriptor was active in the previous cycle; low means every run has ended and
 its last word is written, so the core holds its results).
 
-Parts: :class:`~hdl.pe_descriptor_table.DescriptorTable` (descriptors, commit checks, run state,
-running addresses), :class:`~hdl.pe_wavelet_engine.WaveletEngine`,
-:class:`~hdl.pe_store_engine.StoreEngine`,
-:class:`~hdl.pe_vector_unit.VectorUnit`, :class:`~hdl.pe_sram.PeSram`; this module decodes the
+Parts: :class:`~hdl.pe.descriptor_table.DescriptorTable` (descriptors, commit checks, run state,
+running addresses), :class:`~hdl.pe.wavelet_engine.WaveletEngine`,
+:class:`~hdl.pe.store_engine.StoreEngine`,
+:class:`~hdl.pe.vector_unit.VectorUnit`, :class:`~hdl.pe.sram.PeSram`; this module decodes the
 configuration bus, keeps the sticky fault and the status counters.
 
 Data: SRAM words are 32 bits. A bf16 value in a word (or wavelet) occupies the upper 16 bits (the
@@ -104,15 +104,15 @@ from arch.pe_map import (
     status_base,
 )
 
-from .config import ConfigError, refuse
-from .config_bus import ConfigBus
-from .layouts import cat_fields
-from .pe_descriptor_table import Descriptor, DescriptorTable
-from .pe_sram import PeSram
-from .pe_store_engine import StoreEngine
-from .pe_vector_unit import VectorUnit
-from .pe_wavelet_engine import WaveletEngine
-from .wavelet import Wavelet
+from ..config import ConfigError, refuse
+from ..config_bus import ConfigBus
+from ..layouts import cat_fields
+from .descriptor_table import Descriptor, DescriptorTable
+from .sram import PeSram
+from .store_engine import StoreEngine
+from .vector_unit import VectorUnit
+from .wavelet_engine import WaveletEngine
+from ..wavelet import Wavelet
 
 __all__ = ["PeCore", "Descriptor"]
 

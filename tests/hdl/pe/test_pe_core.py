@@ -10,7 +10,7 @@ import pytest
 from arch.pe_map import FAULT_STATUS, STATUS, Fault, Op, VecMode, status_base
 from arch.pe_map import done_addr as pe_done_addr
 from hdl.config import ConfigError, preset
-from hdl.pe_core import PeCore
+from hdl.pe.core import PeCore
 from models.numerics import bf16_bits, bf16_mul, bits, fp32_add
 from models.pe import DEP_TO_TX_CYCLES
 from sim.benches.pe import Program, desc_writes, sram_writes

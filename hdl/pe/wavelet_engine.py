@@ -21,10 +21,10 @@ from amaranth.lib.wiring import In, Out
 
 from arch.pe_map import FAULT_STATUS, Fault, Op
 
-from .bf16_mul import Bf16MulCore
-from .fp32_add import Fp32AddCore
-from .pe_descriptor_table import state_shapes, store_offset
-from .wavelet import Wavelet
+from ..fp.bf16_mul import Bf16MulCore
+from ..fp.fp32_add import Fp32AddCore
+from .descriptor_table import state_shapes, store_offset
+from ..wavelet import Wavelet
 
 __all__ = ["WaveletEngine"]
 

@@ -5,7 +5,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .fp32_add import CANONICAL_NAN, fp32_round_pack
-from .fp_pipeline import MIN_LATENCY, FpStreamUnit, Stages
+from .pipeline import MIN_LATENCY, FpStreamUnit, Stages
 
 __all__ = ["Bf16MulCore", "Bf16Mul", "MUL_CUTS"]
 
@@ -76,7 +76,7 @@ class Bf16Mul(FpStreamUnit):
     ``i: In(stream.Signature(StructLayout({"a": 16, "b": 16})))`` (``a`` in bits 15..0),
     ``o: Out(stream.Signature(32))``. ``LATENCY = latency`` (``Config.fp_latency``, 2..6, default
     2), one result per cycle, input order, registered handshakes (see
-    :class:`hdl.fp_pipeline.FpStreamUnit`).
+    :class:`hdl.fp.pipeline.FpStreamUnit`).
     """
 
     LATENCY = MIN_LATENCY

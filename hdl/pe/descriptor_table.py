@@ -42,7 +42,7 @@ from arch.config_bus import WORD_BITS
 from arch.pe_map import DESC_WORDS, DESCRIPTOR, FAULT_STATUS, Fault, Op, VecMode
 from arch.wavelet import MAX_COLORS
 
-from .layouts import struct_layout
+from ..layouts import struct_layout
 
 __all__ = ["DescriptorTable", "Descriptor", "PTR_BITS", "state_shapes", "store_offset"]
 

@@ -8,7 +8,7 @@ from amaranth import C, Cat, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .fp_pipeline import MIN_LATENCY, FpStreamUnit, Stages
+from .pipeline import MIN_LATENCY, FpStreamUnit, Stages
 
 __all__ = ["CANONICAL_NAN", "fp32_round_pack", "Fp32AddCore", "Fp32Add", "ADD_CUTS"]
 
@@ -79,7 +79,7 @@ def fp32_round_pack(m, sig, exp, sign, *, underflow_shift=True, prefix="rnd", st
     With ``underflow_shift=False`` the caller promises ``exp >= 1`` and the right-shift path
     for results far below the subnormal range is left out.
 
-    ``stages`` (:class:`hdl.fp_pipeline.Stages`) offers two cuts: ``"lz"`` after the leading-zero
+    ``stages`` (:class:`hdl.fp.pipeline.Stages`) offers two cuts: ``"lz"`` after the leading-zero
     count and ``"shift"`` after the normalizing shift.
     """
     width = len(sig)
@@ -223,7 +223,7 @@ class Fp32Add(FpStreamUnit):
     ``i: In(stream.Signature(StructLayout({"a": 32, "b": 32})))`` (``a`` in bits 31..0),
     ``o: Out(stream.Signature(32))``. ``LATENCY = latency`` (``Config.fp_latency``, 2..6, default
     2), one result per cycle, input order, registered handshakes (see
-    :class:`hdl.fp_pipeline.FpStreamUnit`).
+    :class:`hdl.fp.pipeline.FpStreamUnit`).
     """
 
     LATENCY = MIN_LATENCY

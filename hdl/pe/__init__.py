@@ -1,0 +1,1 @@
+"""The PE core (docs/pe.md): descriptor table, wavelet and store engines, vector unit, banked SRAM."""
