@@ -36,7 +36,7 @@ from .layout import BitLayout
 from .wavelet import COLOR_BITS
 
 __all__ = ["TASK_BITS", "MAX_TASKS", "DESCRIPTOR", "DESC_WORDS", "DESC_STRIDE", "COMMIT_ORDER",
-           "Op", "VecMode", "Fault", "STATUS", "DONE_OFFSET", "FAULT_STATUS", "PE_PARAMS",
+           "acc_rows", "fmac_write_delay", "fmac_order", "Op", "VecMode", "Fault", "STATUS", "DONE_OFFSET", "FAULT_STATUS", "PE_PARAMS",
            "encode", "decode", "store_addr", "desc_addr", "status_base", "done_addr", "core_span", "pack_pair",
            "unpack_pair", "descriptor_writes"]
 
@@ -118,6 +118,31 @@ def store_addr(d, n, j, lanes):
     k = n - d.get("lo", 0)
     stride = d.get("b_stride", 0)
     return d.get("dst_base", 0) + (k + j * stride if stride else k * lanes + j)
+
+
+def acc_rows(add_stages):
+    """FMAC accumulator rows in flight: a lane's accumulation (read the row's partial sum, add,
+    write it back) takes ``add_stages + 1`` cycles, so that many rows are accumulated in turn."""
+    return add_stages + 1
+
+
+def fmac_write_delay(mul_stages, add_stages):
+    """Cycles from the ``rx`` transfer of a wavelet to the wavelet engine's SRAM write it causes
+    (an FMAC row's last wavelet: the row; a STORE: its word): the operand read, the multiplier's
+    ``mul_stages`` and the adder's ``add_stages``. 1 for a combinational lane."""
+    return 1 + mul_stages + add_stages
+
+
+def fmac_order(rows, count, group_rows):
+    """The order an FMAC descriptor takes its ``rows * count`` wavelets: ``[(row, i)]``, wavelet
+    ``i`` of row ``row``. Rows go in groups of ``group_rows`` (``Config.acc_rows``; the last group
+    has the rest); inside a group the wavelets are interleaved ``i``-major, rows ascending, so a
+    row is touched again only after every other row of its group."""
+    order = []
+    for n0 in range(0, rows, group_rows):
+        ng = min(group_rows, rows - n0)
+        order += [(n0 + r, i) for i in range(count) for r in range(ng)]
+    return order
 
 
 def desc_addr(sram_words, t, word=0):

@@ -8,11 +8,13 @@ before anything is elaborated.
 import dataclasses
 from dataclasses import dataclass
 
-from arch.pe_map import MAX_TASKS
+from arch.pe_map import MAX_TASKS, acc_rows
 from arch.wavelet import COLOR_BITS, MAX_COLORS
 
 # Latency range of the pipelined fp stream units (hdl.fp.pipeline.MIN_LATENCY / MAX_LATENCY).
 FP_LATENCIES = range(2, 7)
+# Register stages inside the PE core's fp units (hdl.fp.bf16_mul.MUL_CUTS, hdl.fp.fp32_add.ADD_CUTS).
+PE_STAGES = range(0, 5)
 
 __all__ = ["Config", "ConfigError", "PRESETS", "preset", "refuse"]
 
@@ -74,6 +76,8 @@ class Config:
     sram_banks: int = 8
     num_tasks: int = 8
     fp_latency: int = 2
+    mul_stages: int = 0
+    add_stages: int = 0
 
     def __post_init__(self):
         for field in dataclasses.fields(self):
@@ -101,6 +105,13 @@ class Config:
         check("num_tasks", 1 <= self.num_tasks <= MAX_TASKS, f"must be in 1..{MAX_TASKS}")
         check("fp_latency", self.fp_latency in FP_LATENCIES,
               f"must be in {FP_LATENCIES.start}..{FP_LATENCIES.stop - 1}")
+        check("mul_stages", self.mul_stages in PE_STAGES, f"must be in 0..{PE_STAGES.stop - 1}")
+        check("add_stages", self.add_stages in PE_STAGES, f"must be in 0..{PE_STAGES.stop - 1}")
+
+    @property
+    def acc_rows(self):
+        """FMAC accumulator rows in flight: the length of a lane's accumulation recurrence."""
+        return acc_rows(self.add_stages)
 
     def replace(self, **changes):
         """A copy with ``changes`` applied (validated); unknown names raise :class:`ConfigError`."""
@@ -122,6 +133,10 @@ PRESETS = {
                    sram_words=256, sram_banks=2, num_tasks=4),
     # The system simulation's default: 2x2 wafers, 2 systems.
     "system": Config(num_colors=8, mesh_rows=2, mesh_cols=2, swarmx_leaves=2),
+    # The system simulation's wafers with the PE's fp units pipelined to close timing on an FPGA
+    # (docs/synthesis.md): the preset `make sim` and the per-layer bench run.
+    "hardware": Config(num_colors=8, mesh_rows=2, mesh_cols=2, swarmx_leaves=2, mul_stages=2,
+                       add_stages=3),
     # A WSE-like router (24 colors) on an 8x8 mesh for fabric benchmarks.
     "mesh8": Config(mesh_rows=8, mesh_cols=8),
 }

@@ -44,7 +44,7 @@ from arch.ports import OPPOSITE, STEP
 from models.numerics import bf16_bits, bf16_mul, bits, f32, fp32_add
 from models.pipeline.mapping import split
 
-__all__ = ["PeModel", "unit_cycles", "VEC_FETCH_CYCLES", "DEP_TO_TX_CYCLES", "forward_kernel", "run_forward_kernel",
+__all__ = ["PeModel", "fmac_cycles", "unit_cycles", "VEC_FETCH_CYCLES", "DEP_TO_TX_CYCLES", "forward_kernel", "run_forward_kernel",
            "ramp2_colors", "COLOR_W", "COLOR_PSUM", "COLOR_RESULT", "COLOR_RESULT_T",
            "COLOR_X_T"]
 
@@ -61,6 +61,18 @@ DEP_TO_TX_CYCLES = 6
 VEC_FETCH_CYCLES = 3
 
 
+def fmac_cycles(count, rows, acc_rows):
+    """Cycles an FMAC of ``rows`` rows of ``count`` wavelets takes at full input rate: a group of
+    ``g`` rows (``acc_rows`` each but the last) takes ``g`` cycles per wavelet index, at least
+    ``acc_rows`` (a row's partial sum must be back from the adder before its next wavelet: the
+    wavelet engine stalls ``rx`` meanwhile), and ``g`` for the last index."""
+    total = 0
+    for n0 in range(0, rows, acc_rows):
+        g = min(acc_rows, rows - n0)
+        total += (count - 1) * max(g, acc_rows) + g
+    return total
+
+
 def unit_cycles(lanes):
     """Cycles of one isolated vector-unit firing (one vector, or one DOT word) without stalls:
     the fetch (:data:`VEC_FETCH_CYCLES`), then one element (lane) per cycle. Back to back,
@@ -71,21 +83,23 @@ def unit_cycles(lanes):
 class PeModel:
     """One PE core. ``out`` collects the sent wavelets as ``(color, data)`` in send order."""
 
-    def __init__(self, *, lanes, sram_words, num_tasks, num_colors):
+    def __init__(self, *, lanes, sram_words, num_tasks, num_colors, acc_rows=1):
         self.L, self.S, self.T, self.C = lanes, sram_words, num_tasks, num_colors
+        self.R = acc_rows              # FMAC rows per group (Config.acc_rows)
         self.mem = np.zeros(sram_words, dtype=np.uint32)
         self.words = [[0] * DESC_WORDS for _ in range(num_tasks)]
         self.desc = [decode(w) for w in self.words]
         self.active = [False] * num_tasks
         self.legal = [False] * num_tasks     # committed without fault, not rewritten since
-        self.pos = [0] * num_tasks
-        self.n = [0] * num_tasks
+        self.pos = [0] * num_tasks     # FMAC: wavelet of its group; STORE: word of its vector
+        self.n = [0] * num_tasks       # FMAC: first row of its group; STORE, VEC: unit
         self.done = [0] * num_tasks
-        self.acc = np.zeros(lanes, dtype=np.float32)
-        self.acc_owner = None          # descriptor with a half-accumulated row, or None
+        self.acc = np.zeros((acc_rows, lanes), dtype=np.float32)    # a group's partial rows
+        self.acc_owner = None          # descriptor with a half-accumulated group, or None
         self.fault = None              # (code, index) of the first fault, sticky
         self.out = []
         self.fmac_cycles = self.vec_cycles = self.rx_count = 0
+        self.short_groups = 0          # FMAC groups of fewer than acc_rows rows (the RTL may stall)
         self.pack = 0                  # the PACK register: packed configuration SRAM writes
 
     # ---- configuration bus -------------------------------------------------------------------
@@ -183,9 +197,8 @@ class PeModel:
         return None
 
     def _release_acc(self, t):
-        if self.acc_owner == t:       # a (re)started descriptor drops its half-accumulated row
+        if self.acc_owner == t:       # a (re)started descriptor drops its half-accumulated group
             self.acc_owner = None
-            self.acc = np.zeros(self.L, dtype=np.float32)
 
     def _commit(self, t):
         self._release_acc(t)
@@ -218,11 +231,12 @@ class PeModel:
 
     def cycles(self, t):
         """Cycles descriptor ``t`` keeps its engine busy, at full input rate and no back-pressure:
-        FMAC one per wavelet (every lane busy), STORE one per wavelet, VEC one fetch and then
+        FMAC one per wavelet (every lane busy) and the stalls of a group of fewer than
+        ``acc_rows`` rows (:func:`fmac_cycles`), STORE one per wavelet, VEC one fetch and then
         ``L`` per vector (vectors back to back, ``L >= 3``), DOT ``L + 3`` per word."""
         d, L = self.desc[t], self.L
         if d["op"] == Op.FMAC:
-            return d["count"] * d["reps"]
+            return fmac_cycles(d["count"], d["reps"], self.R)
         if d["op"] == Op.STORE:
             return L * d["reps"]
         if d["op"] == Op.VEC:
@@ -260,25 +274,35 @@ class PeModel:
             if self.acc_owner is not None and self.acc_owner != t:
                 self._raise("ACC_CONFLICT", t)
                 return
-            i = self.pos[t]
-            row = d["a_base"] + (self.n[t] % max(d["group"], 1)) * L + i * d["a_stride"]
-            dst = d["dst_base"] + self.n[t] * L
-            last = i == d["count"] - 1
+            n0, s, count = self.n[t], self.pos[t], d["count"]
+            ng = min(self.R, d["reps"] - n0)          # rows of this group
+            r, i = s % ng, s // ng
+            if s == 0 and ng < self.R and count > 1:
+                self.short_groups += 1
+            n = n0 + r
+            row = d["a_base"] + (n % max(d["group"], 1)) * L + i * d["a_stride"]
+            dst = d["dst_base"] + n * L
+            last = i == count - 1
             if row + L > S or (last and dst + L > S):
                 self._range_fault(t)
                 return
             x16 = (self.mem[row:row + L] >> 16).astype(np.uint16)
             w16 = np.uint16(data >> 16)
-            self.acc = fp32_add(self.acc, bf16_mul(w16, x16))
+            product = bf16_mul(w16, x16)
+            self.acc[r] = fp32_add(np.zeros(L, dtype=np.float32) if i == 0 else self.acc[r], product)
             self.fmac_cycles += 1
+            self.acc_owner = t
             if last:
-                self.mem[dst:dst + L] = bits(self.acc)
-                self.acc = np.zeros(L, dtype=np.float32)
+                self.mem[dst:dst + L] = bits(self.acc[r])
+                self.done[t] += 1
+            if s + 1 == ng * count:                   # the group is complete
                 self.acc_owner = None
-                self._finish_unit(t, d)
+                self.pos[t] = 0
+                self.n[t] = n0 + ng
+                if self.n[t] == d["reps"]:
+                    self._complete(t)
             else:
-                self.acc_owner = t
-                self.pos[t] = i + 1
+                self.pos[t] = s + 1
         else:  # STORE
             v, j = self.n[t], self.pos[t]
             if d["lo"] <= v < d["hi"]:
@@ -293,7 +317,7 @@ class PeModel:
                 self.pos[t] = j + 1
 
     def _finish_unit(self, t, d):
-        """A wavelet-engine unit (FMAC row, STORE vector) of descriptor ``t`` is complete."""
+        """A STORE vector of descriptor ``t`` is complete."""
         self.pos[t] = 0
         self.n[t] += 1
         self.done[t] += 1

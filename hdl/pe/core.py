@@ -149,8 +149,8 @@ class PeCore(wiring.Component):
 
         sram = m.submodules.sram = PeSram(words=S, banks=cfg.sram_banks, lanes=L)
         table = m.submodules.table = DescriptorTable(cfg)
-        m.d.sync += self.busy.eq(table.active.any())
         weng = m.submodules.wavelet_engine = WaveletEngine(cfg)
+        m.d.sync += self.busy.eq(table.active.any() | weng.pending)
         seng = m.submodules.store_engine = StoreEngine(cfg)
         vec = m.submodules.vector_unit = VectorUnit(cfg)
 
@@ -183,11 +183,12 @@ class PeCore(wiring.Component):
                          getattr(vec, name).eq(getattr(table, name))]
         for name in ("desc", "active", "in_range", "pos", "cnt", "dptr"):
             m.d.comb += getattr(seng, name).eq(getattr(table, name))
-        m.d.comb += [weng.pos.eq(table.pos), weng.restart.eq(table.restart),
+        m.d.comb += [weng.pos.eq(table.pos), weng.sub.eq(table.sub), weng.restart.eq(table.restart),
                      vec.done.eq(table.done), vec.bptr.eq(table.bptr),
                      seng.w_step.eq(weng.step), seng.w_t.eq(weng.t)]
         m.d.comb += [
             table.w_step.eq(weng.step), table.w_t.eq(weng.t), table.w_unit_end.eq(weng.unit_end),
+            table.w_sweep_end.eq(weng.sweep_end),
             table.w_run_end.eq(weng.run_end), table.w_stop.eq(weng.stop),
             table.w_inc.eq(weng.inc), table.w_inc_t.eq(weng.inc_t),
             table.s_step.eq(seng.step), table.s_t.eq(seng.t), table.s_unit_end.eq(seng.unit_end),
@@ -251,7 +252,7 @@ class PeCore(wiring.Component):
         m.d.sync += [
             fmac_cycles.eq(fmac_cycles + weng.fmac),
             vec_cycles.eq(vec_cycles + vec.busy),
-            rx_count.eq(rx_count + self.rx.valid + (self.rx2.valid & self.rx2.ready)),
+            rx_count.eq(rx_count + (self.rx.valid & self.rx.ready) + (self.rx2.valid & self.rx2.ready)),
             tx_count.eq(tx_count + (self.tx.valid & self.tx.ready)),
         ]
 

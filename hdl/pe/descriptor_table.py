@@ -49,6 +49,7 @@ __all__ = ["DescriptorTable", "Descriptor", "PTR_BITS", "state_shapes", "store_o
 # One task descriptor (arch.pe_map.DESCRIPTOR, DESC_WORDS configuration words).
 Descriptor = struct_layout(DESCRIPTOR)
 PTR_BITS = 17
+SUB_BITS = 3            # an FMAC row's index in its group (< Config.acc_rows <= 5)
 
 
 def store_offset(d, pos, lanes):
@@ -65,7 +66,8 @@ def state_shapes(cfg, *names):
     the engines' matching inputs."""
     T = cfg.num_tasks
     shapes = {"desc": data.ArrayLayout(Descriptor, T), "active": T, "in_range": T, "restart": T,
-              "pos": data.ArrayLayout(16, T), "cnt": data.ArrayLayout(16, T),
+              "pos": data.ArrayLayout(16, T), "sub": data.ArrayLayout(SUB_BITS, T),
+              "cnt": data.ArrayLayout(16, T),
               "done": data.ArrayLayout(16, T), "aptr": data.ArrayLayout(PTR_BITS, T),
               "bptr": data.ArrayLayout(PTR_BITS, T), "dptr": data.ArrayLayout(PTR_BITS, T)}
     return {n: shapes[n] for n in names or shapes}
@@ -80,7 +82,7 @@ class DescriptorTable(wiring.Component):
             "we": In(1), "index": In(idx), "word": In(3), "wdata": In(WORD_BITS), "stop_all": In(1),
             "rdata": Out(WORD_BITS), "commit_fault": Out(FAULT_STATUS.field_width("code")),
             **{name: Out(shape) for name, shape in state_shapes(cfg).items()},
-            "w_step": In(1), "w_t": In(idx), "w_unit_end": In(1), "w_run_end": In(1),
+            "w_step": In(1), "w_t": In(idx), "w_unit_end": In(1), "w_sweep_end": In(1), "w_run_end": In(1),
             "w_stop": In(1), "w_inc": In(1), "w_inc_t": In(idx),
             "s_step": In(1), "s_t": In(idx), "s_unit_end": In(1), "s_run_end": In(1),
             "s_stop": In(1), "s_inc": In(1), "s_inc_t": In(idx),
@@ -119,6 +121,11 @@ class DescriptorTable(wiring.Component):
         legal = Signal(T)
         rep = [Signal(16, name=f"rep{t}") for t in range(T)]            # unit within its group
         rbase = [Signal(PTR_BITS, name=f"rbase{t}") for t in range(T)]  # FMAC: this row's operands
+        # The group in progress (only the accumulator's owner is ever in the middle of one): its
+        # first row's count, group position, operands and destination, and the operand offset
+        # i*a_stride of the current wavelet index.
+        g_cnt, g_rep = Signal(16), Signal(16)
+        g_rbase, g_dptr, g_ioff = Signal(PTR_BITS), Signal(PTR_BITS), Signal(PTR_BITS)
         wd, sd, vd = desc[self.w_t], desc[self.s_t], desc[self.v_t]
         w_chain = self.w_run_end & wd.chain
         s_chain = self.s_run_end & sd.chain
@@ -144,23 +151,44 @@ class DescriptorTable(wiring.Component):
             m.d.comb += self.restart[t].eq(start | written)
             group_end = rep[t] + 1 >= d.group
             with m.If(start):
-                m.d.sync += [self.active[t].eq(1), pos.eq(0), cnt.eq(0), done.eq(0), rep[t].eq(0),
+                m.d.sync += [self.active[t].eq(1), pos.eq(0), self.sub[t].eq(0), cnt.eq(0), done.eq(0),
+                             rep[t].eq(0),
                              aptr.eq(d.a_base), bptr.eq(d.b_base), dptr.eq(d.dst_base),
                              rbase[t].eq(d.a_base)]
             with m.Else():
                 with m.If(stop):
                     m.d.sync += self.active[t].eq(0)
-                with m.If(w_step | (self.s_step & s_here)):
-                    fmac = d.op == Op.FMAC
+                next_row = Mux(group_end, d.a_base, rbase[t] + L)      # operands of row cnt + 1
+                with m.If(w_step & (d.op == Op.FMAC)):
+                    # FMAC rows in groups (docs/pe.md#pipeline): the next row of the group, or the
+                    # group's first row at the next wavelet index, or the next group.
+                    first = (pos == 0) & (self.sub[t] == 0)
+                    ioff = Mux(first, 0, g_ioff)
+                    with m.If(first):
+                        m.d.sync += [g_cnt.eq(cnt), g_rep.eq(rep[t]), g_rbase.eq(rbase[t]),
+                                     g_dptr.eq(dptr)]
+                    with m.If(~self.w_sweep_end):
+                        m.d.sync += [self.sub[t].eq(self.sub[t] + 1), cnt.eq(cnt + 1),
+                                     rep[t].eq(Mux(group_end, 0, rep[t] + 1)), rbase[t].eq(next_row),
+                                     aptr.eq(next_row + ioff), dptr.eq(dptr + L), g_ioff.eq(ioff)]
+                    with m.Elif(~self.w_unit_end):
+                        m.d.sync += [self.sub[t].eq(0), pos.eq(pos + 1),
+                                     cnt.eq(Mux(first, cnt, g_cnt)), rep[t].eq(Mux(first, rep[t], g_rep)),
+                                     rbase[t].eq(Mux(first, rbase[t], g_rbase)),
+                                     dptr.eq(Mux(first, dptr, g_dptr)),
+                                     aptr.eq(Mux(first, rbase[t], g_rbase) + ioff + d.a_stride),
+                                     g_ioff.eq(ioff + d.a_stride)]
+                    with m.Else():
+                        m.d.sync += [self.sub[t].eq(0), pos.eq(0), cnt.eq(cnt + 1),
+                                     rep[t].eq(Mux(group_end, 0, rep[t] + 1)), rbase[t].eq(next_row),
+                                     aptr.eq(next_row), dptr.eq(dptr + L)]
+                with m.Elif(w_step | (self.s_step & s_here)):
+                    # STORE: word pos of vector cnt
                     m.d.sync += pos.eq(Mux(unit_end, 0, pos + 1))
                     with m.If(unit_end):
-                        next_row = Mux(group_end, d.a_base, rbase[t] + L)
-                        m.d.sync += [cnt.eq(cnt + 1), rep[t].eq(Mux(group_end, 0, rep[t] + 1)),
-                                     rbase[t].eq(next_row), aptr.eq(next_row)]
-                        with m.If(fmac | self.in_range[t]):
-                            m.d.sync += dptr.eq(dptr + Mux(fmac | (d.b_stride == 0), L, 1))
-                    with m.Else():
-                        m.d.sync += aptr.eq(aptr + d.a_stride)
+                        m.d.sync += cnt.eq(cnt + 1)
+                        with m.If(self.in_range[t]):
+                            m.d.sync += dptr.eq(dptr + Mux(d.b_stride == 0, L, 1))
                 with m.If(self.v_issue & (self.v_issue_t == t)):
                     unit = Mux(d.vmode == VecMode.DOT, d.count, L)
                     m.d.sync += [cnt.eq(cnt + 1), bptr.eq(bptr + d.b_stride),

@@ -1,25 +1,40 @@
-"""The PE core's wavelet engine (docs/pe.md): takes one wavelet per cycle from ``rx`` (``rx.ready``
-is always high) and runs one step of the active ``FMAC`` or ``STORE`` descriptor listening on its
-color, with ``lanes`` FMAC lanes.
+"""The PE core's wavelet engine (docs/pe.md): takes one wavelet per cycle from ``rx`` and runs one
+step of the active ``FMAC`` or ``STORE`` descriptor listening on its color, with ``lanes`` FMAC
+lanes.
 
 Stage 0 (the cycle of the ``rx`` transfer): match the color, check (faults ``UNBOUND``,
 ``DUP_COLOR``, ``ACC_CONFLICT``, ``RANGE``, in that order; the wavelet is dropped), step the
-descriptor (``step``, ``unit_end``, ``run_end`` to the table; ``stop`` on ``RANGE``) and, for an
-FMAC, read the operand vector (``rd_en``, ``rd_addr``). Stage 1 (the next cycle): the lanes
-accumulate ``acc[l] += bf16(w) * bf16(x[l])``; the row's last wavelet writes the row to SRAM
-(``wr_*``) and restarts the accumulators at +0.0; a STORE writes its word; the unit is counted
-(``inc``). ``fmac`` is high in the cycles the lanes work.
+descriptor (``step``, ``unit_end`` (a row's or vector's last wavelet), ``sweep_end`` (an FMAC
+wavelet for the last row of its group), ``run_end`` to the table; ``stop`` on ``RANGE``) and, for
+an FMAC, read the operand vector (``rd_en``, ``rd_addr``).
 
-Ports from the descriptor table: ``desc``, ``active``, ``pos``, ``cnt``, ``aptr``, ``dptr``,
-``in_range``, ``restart`` (a (re)started or rewritten descriptor drops its half-accumulated row).
+The lanes (docs/pe.md#pipeline; ``M = mul_stages``, ``A = add_stages``, ``R = A + 1`` rows):
+stage 1 multiplies ``bf16(w) * bf16(x[l])`` (``M`` register stages), stage ``1 + M`` adds the
+product to the row's partial sum (+0.0 for the row's first wavelet) in ``A`` stages, and stage
+``D = 1 + M + A`` (``arch.pe_map.fmac_write_delay``) writes the sum back to the row's accumulator
+(one of ``R``, the row's index in its group) and, at the row's last wavelet, the row to SRAM
+(``wr_*``); a STORE's word is written in stage ``D`` too, so the engine writes at most one
+unit per cycle. The unit is counted (``inc``) in stage ``D``. ``fmac`` is high in stage 1 of an
+FMAC wavelet.
+
+``rx.ready`` is low (a stall) while the next wavelet of the accumulator's owner would read a
+partial sum still in the adder: the owner is in the middle of a group, its next wavelet is not its
+row's first, and a wavelet for the same accumulator row entered stages 1..A in the last ``A``
+cycles. A group of ``R`` rows interleaved (``arch.pe_map.fmac_order``) never stalls; a group of
+``g < R`` rows waits ``R - g`` cycles per wavelet index. At ``A = 0`` ``rx.ready`` is always high.
+``pending`` is high while a wavelet is in stages 1..D-1 (the core is not yet done).
+
+Ports from the descriptor table: ``desc``, ``active``, ``pos``, ``sub`` (an FMAC's row within
+its group), ``cnt``, ``aptr``, ``dptr``, ``in_range``, ``restart`` (a (re)started or rewritten
+descriptor drops its half-accumulated group).
 ``fault``/``fault_code``/``fault_index``: a fault in this cycle.
 """
 
-from amaranth import Cat, Module, Mux, Signal
+from amaranth import Array, Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from arch.pe_map import FAULT_STATUS, Fault, Op
+from arch.pe_map import FAULT_STATUS, Fault, Op, fmac_write_delay
 
 from ..fp.bf16_mul import Bf16MulCore
 from ..fp.fp32_add import Fp32AddCore
@@ -35,27 +50,30 @@ class WaveletEngine(wiring.Component):
         T, L = cfg.num_tasks, cfg.lanes
         idx = range(max(T, 2))
         vec = data.ArrayLayout(32, L)
-        state = state_shapes(cfg, "desc", "active", "in_range", "restart", "pos", "cnt", "aptr", "dptr")
+        state = state_shapes(cfg, "desc", "active", "in_range", "restart", "pos", "sub", "cnt", "aptr",
+                             "dptr")
         super().__init__({
             "rx": In(stream.Signature(Wavelet)),
             **{name: In(shape) for name, shape in state.items()},
-            "step": Out(1), "t": Out(idx), "unit_end": Out(1), "run_end": Out(1), "stop": Out(1),
+            "step": Out(1), "t": Out(idx), "unit_end": Out(1), "sweep_end": Out(1), "run_end": Out(1),
+            "stop": Out(1),
             "inc": Out(1), "inc_t": Out(idx),
             "rd_en": Out(1), "rd_addr": Out(16), "rd_data": In(vec),
             "wr_addr": Out(16), "wr_data": Out(vec), "wr_mask": Out(L),
             "fault": Out(1), "fault_code": Out(FAULT_STATUS.field_width("code")),
             "fault_index": Out(FAULT_STATUS.field_width("index")),
-            "fmac": Out(1),
+            "fmac": Out(1), "pending": Out(1),
         })
 
     def elaborate(self, platform):
         m = Module()
         cfg = self._cfg
         L, S, T = cfg.lanes, cfg.sram_words, cfg.num_tasks
+        M, A, R = cfg.mul_stages, cfg.add_stages, cfg.acc_rows
+        D = fmac_write_delay(M, A)
 
         # ---- stage 0 ------------------------------------------------------------------------
-        m.d.comb += self.rx.ready.eq(1)
-        fire = self.rx.valid
+        fire = self.rx.valid & self.rx.ready
         color = self.rx.payload.color
         match = Signal(T)
         m.d.comb += match.eq(Cat(
@@ -67,15 +85,18 @@ class WaveletEngine(wiring.Component):
                 m.d.comb += wsel.eq(t)
         dup = (match & (match - 1)).any()
         wd = self.desc[wsel]
-        wpos, wn = self.pos[wsel], self.cnt[wsel]
+        wpos, wn, wsub = self.pos[wsel], self.cnt[wsel], self.sub[wsel]
         aptr, dptr = self.aptr[wsel], self.dptr[wsel]
         in_range = self.in_range.bit_select(wsel, 1)
         is_fmac = wd.op == Op.FMAC
 
-        acc_busy = Signal()
+        acc_busy = Signal()                     # a group of acc_owner is half accumulated
         acc_owner = Signal(range(max(T, 2)))
         conflict = is_fmac & acc_busy & (acc_owner != wsel)
-        m.d.comb += self.unit_end.eq(Mux(is_fmac, wpos + 1 == wd.count, wpos == L - 1))
+        m.d.comb += [
+            self.unit_end.eq(Mux(is_fmac, wpos + 1 == wd.count, wpos == L - 1)),
+            self.sweep_end.eq((wsub == R - 1) | (wn + 1 == wd.reps)),
+        ]
         # RANGE: the operand vector or the row's destination (FMAC), the word (STORE in range).
         past = Signal()
         m.d.comb += past.eq(Mux(is_fmac,
@@ -101,42 +122,68 @@ class WaveletEngine(wiring.Component):
             with m.Else():
                 m.d.comb += [self.fault_code.eq(Fault.RANGE), self.fault_index.eq(wsel)]
 
-        s1_fmac, s1_last, s1_store = Signal(), Signal(), Signal()
-        s1_w, s1_data, s1_addr = Signal(16), Signal(32), Signal(16)
+        # ---- the pipeline: one stage record per cycle after stage 0 -------------------------
+        slot_shape = range(max(R, 2))
+        stage = data.StructLayout({
+            "fmac": 1, "first": 1, "last": 1, "slot": slot_shape, "store": 1, "inc": 1,
+            "t": range(max(T, 2)), "w": 16, "data": 32, "addr": 16,
+        })
+        s1 = Signal(stage, name="s1")
         m.d.sync += [
-            s1_fmac.eq(self.step & is_fmac),
-            s1_last.eq(self.unit_end),
-            s1_store.eq(self.step & ~is_fmac & in_range),
-            self.inc.eq(self.step & self.unit_end),
-            self.inc_t.eq(wsel),
-            s1_w.eq(self.rx.payload.data[16:32]),
-            s1_data.eq(self.rx.payload.data),
-            s1_addr.eq(Mux(is_fmac, dptr, dptr + store_offset(wd, wpos, L))),
+            s1.fmac.eq(self.step & is_fmac),
+            s1.first.eq(wpos == 0),
+            s1.last.eq(self.unit_end),
+            s1.slot.eq(wsub),
+            s1.store.eq(self.step & ~is_fmac & in_range),
+            s1.inc.eq(self.step & self.unit_end),
+            s1.t.eq(wsel),
+            s1.w.eq(self.rx.payload.data[16:32]),
+            s1.data.eq(self.rx.payload.data),
+            s1.addr.eq(Mux(is_fmac, dptr, dptr + store_offset(wd, wpos, L))),
         ]
+        stages = [s1]                           # stages[k - 1]: the record in stage k
+        for k in range(2, D + 1):
+            sk = Signal(stage, name=f"s{k}")
+            m.d.sync += sk.eq(stages[-1])
+            stages.append(sk)
+        add_in, out = stages[M], stages[D - 1]  # the adder's first stage, the write stage
 
-        # ---- stage 1: the lanes --------------------------------------------------------------
-        acc = [Signal(32, name=f"acc{l}") for l in range(L)]
-        snap = s1_fmac & s1_last
+        # ---- the lanes -----------------------------------------------------------------------
+        acc = [[Signal(32, name=f"acc{r}_lane{l}") for l in range(L)] for r in range(R)]
+        snap = out.fmac & out.last
         for l in range(L):
-            mul = m.submodules[f"lane{l}_mul"] = Bf16MulCore()
-            add = m.submodules[f"lane{l}_add"] = Fp32AddCore()
-            m.d.comb += [mul.a.eq(s1_w), mul.b.eq(self.rd_data[l][16:32]),
-                         add.a.eq(acc[l]), add.b.eq(mul.y),
-                         self.wr_data[l].eq(Mux(snap, add.y, s1_data))]
-            with m.If(s1_fmac):
-                m.d.sync += acc[l].eq(Mux(s1_last, 0, add.y))
+            mul = m.submodules[f"lane{l}_mul"] = Bf16MulCore(M)
+            add = m.submodules[f"lane{l}_add"] = Fp32AddCore(A)
+            if M:
+                m.d.comb += mul.en.eq(1)
+            if A:
+                m.d.comb += add.en.eq(1)
+            partial = Array(acc[r][l] for r in range(R))[add_in.slot] if R > 1 else acc[0][l]
+            m.d.comb += [mul.a.eq(s1.w), mul.b.eq(self.rd_data[l][16:32]),
+                         add.a.eq(Mux(add_in.first, 0, partial)), add.b.eq(mul.y),
+                         self.wr_data[l].eq(Mux(snap, add.y, out.data))]
+            for r in range(R):
+                with m.If(out.fmac & (out.slot == r)):
+                    m.d.sync += acc[r][l].eq(add.y)
         m.d.comb += [
-            self.wr_addr.eq(s1_addr),
-            self.wr_mask.eq(Mux(snap, (1 << L) - 1, s1_store)),
-            self.fmac.eq(s1_fmac),
+            self.wr_addr.eq(out.addr),
+            self.wr_mask.eq(Mux(snap, (1 << L) - 1, out.store)),
+            self.inc.eq(out.inc),
+            self.inc_t.eq(out.t),
+            self.fmac.eq(s1.fmac),
+            self.pending.eq(Cat(sk.fmac | sk.store | sk.inc for sk in stages[:D - 1]).any()),
         ]
 
-        # ---- accumulator ownership: one descriptor's row at a time -------------------------
+        # ---- accumulator ownership: one descriptor's group at a time -----------------------
         with m.If(self.step & is_fmac):
-            m.d.sync += [acc_owner.eq(wsel), acc_busy.eq(~self.unit_end)]
+            m.d.sync += [acc_owner.eq(wsel), acc_busy.eq(~(self.unit_end & self.sweep_end))]
         dropped = ((self.restart.bit_select(acc_owner, 1) | (self.stop & (wsel == acc_owner)))
                    & acc_busy)
         with m.If(dropped):
             m.d.sync += acc_busy.eq(0)
-            m.d.sync += [a.eq(0) for a in acc]
+
+        # ---- stall: the owner's next wavelet would read a partial sum still in the adder ----
+        in_adder = Cat(sk.fmac & (sk.slot == self.sub[acc_owner]) for sk in stages[:A])
+        m.d.comb += self.rx.ready.eq(~(acc_busy & (self.pos[acc_owner] != 0) & in_adder.any())
+                                     if A else 1)
         return m

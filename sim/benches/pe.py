@@ -124,7 +124,8 @@ class Program:
         from models.pe import PeModel
         self.cfg = cfg
         self.model = (model or PeModel)(lanes=cfg.lanes, sram_words=cfg.sram_words,
-                             num_tasks=cfg.num_tasks, num_colors=cfg.num_colors)
+                                        num_tasks=cfg.num_tasks, num_colors=cfg.num_colors,
+                                        acc_rows=cfg.acc_rows)
         self.steps = []
         self.expected_reads = []
         self.expected_faults = []
@@ -160,7 +161,8 @@ class Program:
 
     def check(self, result):
         """Assert RTL == model: sent words per color (in order), read-backs, fault flag, and
-        that ``rx`` was never back-pressured."""
+        that ``rx`` was never back-pressured unless an FMAC group had fewer than ``acc_rows`` rows
+        (the only case the wavelet engine stalls, docs/pe.md#pipeline)."""
         expected = {}
         for c, d in self.model.out:
             expected.setdefault(c, []).append(d)
@@ -179,4 +181,5 @@ class Program:
                              f"model {exp[bad[0]]:#010x}")
         assert result["faults"] == self.expected_faults, \
             f"fault flag per step: RTL {result['faults']}, model {self.expected_faults}"
-        assert result["rx_ready_low"] == 0, "rx.ready fell while a wavelet was offered"
+        if not self.model.short_groups:
+            assert result["rx_ready_low"] == 0, "rx.ready fell while a wavelet was offered"

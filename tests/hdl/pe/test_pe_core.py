@@ -7,17 +7,20 @@ import json
 import numpy as np
 import pytest
 
-from arch.pe_map import FAULT_STATUS, STATUS, Fault, Op, VecMode, status_base
+from arch.pe_map import FAULT_STATUS, STATUS, Fault, Op, VecMode, fmac_order, status_base
 from arch.pe_map import done_addr as pe_done_addr
-from hdl.config import ConfigError, preset
+from hdl.config import PRESETS, ConfigError, preset
 from hdl.pe.core import PeCore
 from models.numerics import bf16_bits, bf16_mul, bits, fp32_add
-from models.pe import DEP_TO_TX_CYCLES
+from models.pe import DEP_TO_TX_CYCLES, fmac_cycles
 from sim.benches.pe import Program, desc_writes, sram_writes
 from sim.kit.runner import config_verilog, run_bench
 
 TINY = preset("tiny")          # lanes 2, 256 words in 2 banks, 4 tasks, 4 colors
 DEFAULT = preset("default")    # lanes 4, 2048 words in 8 banks, 8 tasks, 24 colors
+HW = PRESETS["hardware"]
+# tiny with the hardware preset's pipelined fp units (acc_rows rows per FMAC group)
+PIPE = TINY.replace(mul_stages=HW.mul_stages, add_stages=HW.add_stages)
 
 
 def bf16_words(rng, n, *, specials=0.05, garbage=True):
@@ -361,6 +364,95 @@ def test_fmac_utilization_at_line_rate():
     fmac = result["reads"][1][R * L + list(STATUS).index("FMAC_CYCLES")]
     assert fmac == prog.model.fmac_cycles == prog.model.cycles(0) == K * R
     assert fmac * L / (L * (rx[-1] - rx[0] + 1)) == 1.0
+
+
+def fmac_rows(mem, w, *, rows, count, a_base, a_stride, lanes, group=1):
+    """Rows an FMAC must produce, computed here from the documented semantics: row ``n`` =
+    sum over ``i`` ascending, from +0.0, of ``bf16(w[n][i]) * bf16(mem[a_base + (n mod group)*L +
+    i*a_stride + 0:L])``."""
+    mem = np.asarray(mem, dtype=np.uint32)
+    out = []
+    for n in range(rows):
+        acc = np.zeros(lanes, dtype=np.float32)
+        for i in range(count):
+            a = a_base + (n % group) * lanes + i * a_stride
+            acc = fp32_add(acc, bf16_mul(np.uint16(int(w[n][i]) >> 16),
+                                         (mem[a:a + lanes] >> 16).astype(np.uint16)))
+        out += list(bits(acc))
+    return out
+
+
+@pytest.mark.parametrize("rows,group", [(9, 1), (7, 3)])
+def test_fmac_pipelined(rows, group):
+    """Pipelined lanes (the hardware preset's stages at tiny): rows in groups of ``acc_rows``,
+    the weights streamed in ``fmac_order`` (a short last group), odd base and stride, ``group``
+    chunks; every row equals the documented sum (ascending i from +0.0), RTL == model under
+    random input gaps."""
+    rng = np.random.default_rng(30 + rows)
+    cfg, L, R = PIPE, PIPE.lanes, PIPE.acc_rows
+    assert R > 1 and rows % R
+    K, stride, base, dst = 5, 3, 1, 100
+    mem = bf16_words(rng, 64)
+    w = bf16_words(rng, rows * K).reshape(rows, K)
+    prog = Program(cfg)
+    prog.step(writes=sram_writes(0, mem)
+              + desc_writes(cfg, 0, op=Op.FMAC, enable=1, color=1, a_base=base, a_stride=stride,
+                            count=K, reps=rows, dst_base=dst, group=group))
+    prog.step(wavelets=[(1, w[n][i]) for n, i in fmac_order(rows, K, R)],
+              reads=list(range(dst, dst + rows * L)) + status_reads(cfg))
+    assert list(prog.model.mem[dst:dst + rows * L]) == fmac_rows(
+        mem, w, rows=rows, count=K, a_base=base, a_stride=stride, lanes=L, group=group)
+    assert prog.model.done[0] == rows and prog.model.short_groups == 1
+    run(cfg, prog, gap_prob=0.3)
+
+
+def test_fmac_pipelined_line_rate_and_stalls():
+    """Pipelined lanes at line rate: full groups take one wavelet per cycle (no stall); the short
+    last group of g rows stalls rx ``acc_rows - g`` cycles per wavelet index; the accept cycles
+    span exactly ``models.pe.fmac_cycles`` and FMAC_CYCLES counts every wavelet."""
+    rng = np.random.default_rng(7)
+    cfg, L, R = PIPE, PIPE.lanes, PIPE.acc_rows
+    K, rows = 6, 2 * R + 1
+    prog = Program(cfg)
+    w = bf16_words(rng, rows * K).reshape(rows, K)
+    prog.step(writes=sram_writes(0, bf16_words(rng, K * L))
+              + desc_writes(cfg, 0, op=Op.FMAC, enable=1, color=2, a_base=0, a_stride=L,
+                            count=K, reps=rows, dst_base=64))
+    prog.step(wavelets=[(2, w[n][i]) for n, i in fmac_order(rows, K, R)],
+              reads=list(range(64, 64 + rows * L)) + status_reads(cfg))
+    result = run(cfg, prog)
+    rx = result["rx_cycles"]
+    full = 2 * R * K
+    assert rx[:full] == list(range(rx[0], rx[0] + full)), "full groups were not taken one per cycle"
+    assert rx[-1] - rx[0] + 1 == fmac_cycles(K, rows, R) == prog.model.cycles(0)
+    assert result["rx_ready_low"] == (K - 1) * (R - 1)
+    fmac = result["reads"][1][rows * L + list(STATUS).index("FMAC_CYCLES")]
+    assert fmac == prog.model.fmac_cycles == rows * K
+
+
+def test_fmac_pipelined_drop_and_conflict():
+    """Pipelined lanes: STOP in the middle of a group drops it (the rows finished before are
+    kept); an FMAC of another descriptor while a group is half accumulated is ACC_CONFLICT; a
+    fresh run afterwards starts from +0.0. RTL == model."""
+    rng = np.random.default_rng(9)
+    cfg, R = PIPE, PIPE.acc_rows
+    K = 3
+    prog = Program(cfg)
+    prog.step(writes=sram_writes(0, bf16_words(rng, 32))
+              + desc_writes(cfg, 0, op=Op.FMAC, enable=1, color=1, a_base=0, a_stride=2, count=K,
+                            reps=R + 2, dst_base=64)
+              + desc_writes(cfg, 1, op=Op.FMAC, enable=1, color=2, a_base=4, a_stride=2, count=2,
+                            reps=2, dst_base=160))
+    prog.step(wavelets=[(1, x) for x in bf16_words(rng, R * K + 3)] + [(2, 0x3F800000)],
+              reads=[status(cfg, "FAULT")])
+    assert prog.model.fault == (Fault.ACC_CONFLICT, 1)
+    prog.step(writes=[(status(cfg, "STOP"), 0), (status(cfg, "FAULT"), 0)]
+              + desc_writes(cfg, 1, op=Op.FMAC, enable=1, color=2, a_base=4, a_stride=2, count=2,
+                            reps=2, dst_base=160),
+              wavelets=[(2, x) for x in bf16_words(rng, 4)],
+              reads=list(range(64, 64 + (R + 2) * cfg.lanes)) + list(range(160, 164)) + status_reads(cfg))
+    assert prog.model.done[0] == R and prog.model.done[1] == 2
+    run(cfg, prog, gap_prob=0.2)
 
 
 def test_faults():
