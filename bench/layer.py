@@ -14,7 +14,7 @@ MESH, LAYER, SYSTEMS = (4, 4), (256, 256), 1
 
 
 def run():
-    cfg = preset("system", mesh_rows=MESH[0], mesh_cols=MESH[1], swarmx_leaves=SYSTEMS)
+    cfg = preset("hardware", mesh_rows=MESH[0], mesh_cols=MESH[1], swarmx_leaves=SYSTEMS)
     m, k = LAYER
     result = run_layer(cfg, m, k, work=OUT, log=print)
     rows = [[p["phase"], p["runs"], p["config_cycles"], p["run_cycles"], p["run_formula"],

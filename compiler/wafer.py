@@ -36,6 +36,7 @@ from arch.pe_map import (
     desc_addr,
     descriptor_writes,
     encode,
+    fmac_order,
     pack_pair,
     status_base,
 )
@@ -565,14 +566,14 @@ def compile_backward_weight(cfg, *, m, k, batch, x16=None, dz16=None, x_home=Non
 def backward_weight_west_in(cfg, *, m, k, batch, dz16):
     """``{p: wavelets}`` the host sends into the west edge of row p for backward-weight on the
     lanes: for each m ascending, ``C = |K_q| / L`` times, ``dZ[m, B_p]`` (b ascending; bf16 in the
-    upper half, color ``COLOR_DZ``)."""
+    upper half, color ``COLOR_DZ``): FMAC row ``m*C + c``, in the FMAC's order (:func:`fmac_stream`)."""
     L = cfg.lanes
     dz16 = _check_array("dZ", dz16, (m, batch))
     C = len(pe._split(k, cfg.mesh_cols)[0]) // L
     out = {}
     for p in range(cfg.mesh_rows):
         rows = np.repeat(np.asarray(dz16[:, p * L:(p + 1) * L], dtype=np.uint64), C, axis=0)
-        out[p] = pack_wavelet(rows.ravel() << np.uint64(16), COLOR_DZ)
+        out[p] = pack_wavelet(fmac_stream(cfg, rows) << np.uint64(16), COLOR_DZ)
     return out
 
 
@@ -677,16 +678,25 @@ def weight_streams(cfg, w16, *, transposed=False):
     a list of ``Q`` tagged-word arrays (uint64, ``arch.wavelet.pack_tagged``: the bf16 in the low
     half, ``last`` on each link's final word). Link ``q`` carries ``W[:, K_q]`` row by row
     (forward), or with ``transposed`` the rows ``k`` of ``W^T`` for ``k`` in ``K_q``, m ascending
-    (backward-data)."""
+    (backward-data); the rows in the FMAC's order, groups of ``cfg.acc_rows`` rows interleaved
+    (``arch.pe_map.fmac_order``)."""
     w16 = np.asarray(w16)
     if w16.ndim != 2 or w16.shape[1] < cfg.mesh_cols:
         raise WaferCompileError(f"weights of shape {w16.shape} cannot be split over "
                                 f"{cfg.mesh_cols} mesh columns")
     out = []
     for sl in pe._split(w16.shape[1], cfg.mesh_cols):
-        part = np.ascontiguousarray(w16[:, sl].T if transposed else w16[:, sl]).ravel()
+        part = fmac_stream(cfg, w16[:, sl].T if transposed else w16[:, sl])
         out.append(pack_tagged(part.astype(np.uint64), np.arange(len(part)) == len(part) - 1))
     return out
+
+
+def fmac_stream(cfg, rows):
+    """The wavelets of an FMAC whose row ``n`` takes ``rows[n]`` (a 2-D array, one row per FMAC
+    row), in the order the PE takes them (``arch.pe_map.fmac_order`` with ``cfg.acc_rows``)."""
+    rows = np.asarray(rows)
+    order = np.array(fmac_order(rows.shape[0], rows.shape[1], cfg.acc_rows), dtype=np.int64)
+    return rows[order[:, 0], order[:, 1]] if len(order) else rows.ravel()
 
 
 def join_gradients(cfg, links, *, m, k):

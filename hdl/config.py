@@ -135,8 +135,8 @@ PRESETS = {
     "system": Config(num_colors=8, mesh_rows=2, mesh_cols=2, swarmx_leaves=2),
     # The system simulation's wafers with the PE's fp units pipelined to close timing on an FPGA
     # (docs/synthesis.md): the preset `make sim` and the per-layer bench run.
-    "hardware": Config(num_colors=8, mesh_rows=2, mesh_cols=2, swarmx_leaves=2, mul_stages=2,
-                       add_stages=3),
+    "hardware": Config(num_colors=8, mesh_rows=2, mesh_cols=2, swarmx_leaves=2, mul_stages=4,
+                       add_stages=4),
     # A WSE-like router (24 colors) on an 8x8 mesh for fabric benchmarks.
     "mesh8": Config(mesh_rows=8, mesh_cols=8),
 }

@@ -183,19 +183,23 @@ class Fp32AddCore(wiring.Component):
             f_big.eq(Mux(swap, fb, fa)), f_small.eq(Mux(swap, fa, fb)),
         ]
         # Subnormals: exponent field 0 means exponent 1 without the hidden bit.
-        x_big, x_small = Signal(8), Signal(8)
+        x_big = Signal(8)
         sig_big, sig_small = Signal(27), Signal(27)      # significand, guard, round, sticky
         m.d.comb += [
             x_big.eq(Mux(e_big == 0, 1, e_big)),
-            x_small.eq(Mux(e_small == 0, 1, e_small)),
             sig_big.eq(Cat(C(0, 3), f_big, e_big != 0)),
             sig_small.eq(Cat(C(0, 3), f_small, e_small != 0)),
         ]
 
-        diff = Signal(8)
-        m.d.comb += diff.eq(x_big - x_small)
+        # The alignment distance min(x_big - x_small, 27) (x: the exponent, 1 for a subnormal), both ways at once beside the magnitude
+        # compare (swap then only selects): no subtraction waits for the compare's carry chain.
+        xa, xb = Mux(ea == 0, 1, ea), Mux(eb == 0, 1, eb)
+        d_ab, d_ba = Signal(8), Signal(8)
+        m.d.comb += [d_ab.eq(xa - xb), d_ba.eq(xb - xa)]
+        dist_ab, dist_ba = Signal(range(28)), Signal(range(28))
+        m.d.comb += [dist_ab.eq(Mux(d_ab > 27, 27, d_ab)), dist_ba.eq(Mux(d_ba > 27, 27, d_ba))]
         dist = Signal(range(28))
-        m.d.comb += dist.eq(Mux(diff > 27, 27, diff))
+        m.d.comb += dist.eq(Mux(swap, dist_ba, dist_ab))
         st.carry(nan=nan_a | nan_b | (inf_a & inf_b & (sa != sb)), inf_any=inf_a | inf_b,
                  inf=Cat(C(_INF, 31), Mux(inf_a, sa, sb)))
         v = st.cut("order", sub=sa ^ sb, both_neg=sa & sb, s_big=s_big, x_big=x_big, sig_big=sig_big,

@@ -49,7 +49,7 @@ __all__ = ["DescriptorTable", "Descriptor", "PTR_BITS", "state_shapes", "store_o
 # One task descriptor (arch.pe_map.DESCRIPTOR, DESC_WORDS configuration words).
 Descriptor = struct_layout(DESCRIPTOR)
 PTR_BITS = 17
-SUB_BITS = 3            # an FMAC row's index in its group (< Config.acc_rows <= 5)
+SUB_BITS = 4            # an FMAC row's index in its group (< arch.pe_map.acc_slots <= 9)
 
 
 def store_offset(d, pos, lanes):
@@ -160,7 +160,7 @@ class DescriptorTable(wiring.Component):
                     m.d.sync += self.active[t].eq(0)
                 next_row = Mux(group_end, d.a_base, rbase[t] + L)      # operands of row cnt + 1
                 with m.If(w_step & (d.op == Op.FMAC)):
-                    # FMAC rows in groups (docs/pe.md#pipeline): the next row of the group, or the
+                    # FMAC rows in groups (docs/pe.md#fmac-pipeline): the next row of the group, or the
                     # group's first row at the next wavelet index, or the next group.
                     first = (pos == 0) & (self.sub[t] == 0)
                     ioff = Mux(first, 0, g_ioff)

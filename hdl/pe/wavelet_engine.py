@@ -8,11 +8,12 @@ descriptor (``step``, ``unit_end`` (a row's or vector's last wavelet), ``sweep_e
 wavelet for the last row of its group), ``run_end`` to the table; ``stop`` on ``RANGE``) and, for
 an FMAC, read the operand vector (``rd_en``, ``rd_addr``).
 
-The lanes (docs/pe.md#pipeline; ``M = mul_stages``, ``A = add_stages``, ``R = A + 1`` rows):
+The lanes (docs/pe.md#fmac-pipeline; ``M = mul_stages``, ``A = add_stages``, ``R = A + 1`` rows):
 stage 1 multiplies ``bf16(w) * bf16(x[l])`` (``M`` register stages), stage ``1 + M`` adds the
 product to the row's partial sum (+0.0 for the row's first wavelet) in ``A`` stages, and stage
 ``D = 1 + M + A`` (``arch.pe_map.fmac_write_delay``) writes the sum back to the row's accumulator
-(one of ``R``, the row's index in its group) and, at the row's last wavelet, the row to SRAM
+(one of ``2R - 1``, the row's index in its group of ``R .. 2R - 1`` rows,
+``arch.pe_map.fmac_group_rows``) and, at the row's last wavelet, the row to SRAM
 (``wr_*``); a STORE's word is written in stage ``D`` too, so the engine writes at most one
 unit per cycle. The unit is counted (``inc``) in stage ``D``. ``fmac`` is high in stage 1 of an
 FMAC wavelet.
@@ -20,8 +21,8 @@ FMAC wavelet.
 ``rx.ready`` is low (a stall) while the next wavelet of the accumulator's owner would read a
 partial sum still in the adder: the owner is in the middle of a group, its next wavelet is not its
 row's first, and a wavelet for the same accumulator row entered stages 1..A in the last ``A``
-cycles. A group of ``R`` rows interleaved (``arch.pe_map.fmac_order``) never stalls; a group of
-``g < R`` rows waits ``R - g`` cycles per wavelet index. At ``A = 0`` ``rx.ready`` is always high.
+cycles. A group of ``R`` or more rows interleaved (``arch.pe_map.fmac_order``) never stalls; a
+run of ``g < R`` rows waits ``R - g`` cycles per wavelet index. At ``A = 0`` ``rx.ready`` is always high.
 ``pending`` is high while a wavelet is in stages 1..D-1 (the core is not yet done).
 
 Ports from the descriptor table: ``desc``, ``active``, ``pos``, ``sub`` (an FMAC's row within
@@ -34,7 +35,7 @@ from amaranth import Array, Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from arch.pe_map import FAULT_STATUS, Fault, Op, fmac_write_delay
+from arch.pe_map import FAULT_STATUS, Fault, Op, acc_slots, fmac_write_delay
 
 from ..fp.bf16_mul import Bf16MulCore
 from ..fp.fp32_add import Fp32AddCore
@@ -70,6 +71,7 @@ class WaveletEngine(wiring.Component):
         cfg = self._cfg
         L, S, T = cfg.lanes, cfg.sram_words, cfg.num_tasks
         M, A, R = cfg.mul_stages, cfg.add_stages, cfg.acc_rows
+        slots = acc_slots(A)
         D = fmac_write_delay(M, A)
 
         # ---- stage 0 ------------------------------------------------------------------------
@@ -91,11 +93,14 @@ class WaveletEngine(wiring.Component):
         is_fmac = wd.op == Op.FMAC
 
         acc_busy = Signal()                     # a group of acc_owner is half accumulated
+        owned = Signal()                        # ... and not dropped
         acc_owner = Signal(range(max(T, 2)))
-        conflict = is_fmac & acc_busy & (acc_owner != wsel)
+        conflict = is_fmac & owned & (acc_owner != wsel)
         m.d.comb += [
             self.unit_end.eq(Mux(is_fmac, wpos + 1 == wd.count, wpos == L - 1)),
-            self.sweep_end.eq((wsub == R - 1) | (wn + 1 == wd.reps)),
+            # the group's last row: its last row of the run, or row R - 1 unless the rows after
+            # the group's first R are fewer than R (then they join it: fmac_group_rows)
+            self.sweep_end.eq((wn + 1 == wd.reps) | ((wsub == R - 1) & (wn + (R + 1) <= wd.reps))),
         ]
         # RANGE: the operand vector or the row's destination (FMAC), the word (STORE in range).
         past = Signal()
@@ -123,7 +128,7 @@ class WaveletEngine(wiring.Component):
                 m.d.comb += [self.fault_code.eq(Fault.RANGE), self.fault_index.eq(wsel)]
 
         # ---- the pipeline: one stage record per cycle after stage 0 -------------------------
-        slot_shape = range(max(R, 2))
+        slot_shape = range(max(slots, 2))
         stage = data.StructLayout({
             "fmac": 1, "first": 1, "last": 1, "slot": slot_shape, "store": 1, "inc": 1,
             "t": range(max(T, 2)), "w": 16, "data": 32, "addr": 16,
@@ -149,7 +154,7 @@ class WaveletEngine(wiring.Component):
         add_in, out = stages[M], stages[D - 1]  # the adder's first stage, the write stage
 
         # ---- the lanes -----------------------------------------------------------------------
-        acc = [[Signal(32, name=f"acc{r}_lane{l}") for l in range(L)] for r in range(R)]
+        acc = [[Signal(32, name=f"acc{r}_lane{l}") for l in range(L)] for r in range(slots)]
         snap = out.fmac & out.last
         for l in range(L):
             mul = m.submodules[f"lane{l}_mul"] = Bf16MulCore(M)
@@ -158,11 +163,11 @@ class WaveletEngine(wiring.Component):
                 m.d.comb += mul.en.eq(1)
             if A:
                 m.d.comb += add.en.eq(1)
-            partial = Array(acc[r][l] for r in range(R))[add_in.slot] if R > 1 else acc[0][l]
+            partial = Array(acc[r][l] for r in range(slots))[add_in.slot] if slots > 1 else acc[0][l]
             m.d.comb += [mul.a.eq(s1.w), mul.b.eq(self.rd_data[l][16:32]),
                          add.a.eq(Mux(add_in.first, 0, partial)), add.b.eq(mul.y),
                          self.wr_data[l].eq(Mux(snap, add.y, out.data))]
-            for r in range(R):
+            for r in range(slots):
                 with m.If(out.fmac & (out.slot == r)):
                     m.d.sync += acc[r][l].eq(add.y)
         m.d.comb += [
@@ -175,15 +180,19 @@ class WaveletEngine(wiring.Component):
         ]
 
         # ---- accumulator ownership: one descriptor's group at a time -----------------------
-        with m.If(self.step & is_fmac):
-            m.d.sync += [acc_owner.eq(wsel), acc_busy.eq(~(self.unit_end & self.sweep_end))]
-        dropped = ((self.restart.bit_select(acc_owner, 1) | (self.stop & (wsel == acc_owner)))
-                   & acc_busy)
+        # A group is dropped when its owner is (re)started, written or stopped; the drop is
+        # registered (``dropped``) and acts from the next cycle, as the table's own restart does.
+        dropped = Signal()
+        m.d.comb += owned.eq(acc_busy & ~dropped)
+        m.d.sync += dropped.eq((self.restart.bit_select(acc_owner, 1) | (self.stop & (wsel == acc_owner)))
+                               & owned)
         with m.If(dropped):
             m.d.sync += acc_busy.eq(0)
+        with m.If(self.step & is_fmac):
+            m.d.sync += [acc_owner.eq(wsel), acc_busy.eq(~(self.unit_end & self.sweep_end))]
 
         # ---- stall: the owner's next wavelet would read a partial sum still in the adder ----
         in_adder = Cat(sk.fmac & (sk.slot == self.sub[acc_owner]) for sk in stages[:A])
-        m.d.comb += self.rx.ready.eq(~(acc_busy & (self.pos[acc_owner] != 0) & in_adder.any())
+        m.d.comb += self.rx.ready.eq(~(owned & (self.pos[acc_owner] != 0) & in_adder.any())
                                      if A else 1)
         return m

@@ -50,13 +50,17 @@ def parse_args(argv):
                     help="RTL simulator: verilator or icarus (plain-Verilog testbench, one process per "
                          "phase), cocotb (cocotb + Icarus); auto: verilator if installed, else icarus "
                          "(default %(default)s)")
+    ap.add_argument("--preset", default=d.preset, choices=("hardware", "system"),
+                    help="RTL configuration: hardware (the PE's fp units pipelined to close timing, "
+                         "docs/synthesis.md) or system (combinational fp units) (default %(default)s)")
     ap.add_argument("--out", default=str(ROOT / d.out_dir), help="output folder (default build/sim)")
     args = ap.parse_args(argv)
     try:
         run = SystemRunConfig(dims=args.dims, mesh=args.mesh, systems=args.systems, batch=args.batch,
                                steps=args.steps, optimizer=args.optimizer, lr=args.lr, stall=args.stall,
                                eval_every=args.eval_every, seed=args.seed, wafer=args.wafer,
-                               simulator=args.sim, out_dir=str(Path(args.out).resolve()))
+                               simulator=args.sim, preset=args.preset,
+                               out_dir=str(Path(args.out).resolve()))
         if run.wafer == "rtl":
             from sim.system.rtl import rtl_config
             rtl_config(run)             # the wafer hardware must be able to run it

@@ -3,6 +3,7 @@
 import dataclasses
 from dataclasses import dataclass
 
+from hdl.config import PRESETS
 from models.memoryx import SGD, Adam, AdamW, Momentum
 
 __all__ = ["SystemRunConfig", "OPTIMIZERS", "SIMULATORS", "DATA_FILE"]
@@ -49,6 +50,7 @@ class SystemRunConfig:
     out_dir: str = "build/sim"
     wafer: str = "rtl"
     simulator: str = "auto"
+    preset: str = "hardware"
 
     def __post_init__(self):
         object.__setattr__(self, "dims", tuple(self.dims))
@@ -84,6 +86,8 @@ class SystemRunConfig:
             bad("simulator", f"must be one of {', '.join(SIMULATORS)}")
         if self.wafer == "model" and self.simulator not in ("auto", "cocotb"):
             bad("simulator", "must be auto or cocotb with model wafers (their bench is cocotb only)")
+        if self.preset not in PRESETS:
+            bad("preset", f"must be one of {', '.join(PRESETS)}")
         if self.systems * self.batch > 1437:
             bad("batch", "times systems must fit the 1437 training digits")
 

@@ -44,7 +44,7 @@ def phase_plan(cfg, dims, batch):
 def rtl_config(run):
     """The hardware ``Config`` for ``run`` (raises ``ValueError`` naming the limit it breaks)."""
     P, Q = run.mesh
-    cfg = preset("system", mesh_rows=P, mesh_cols=Q, swarmx_leaves=run.systems)
+    cfg = preset(run.preset, mesh_rows=P, mesh_cols=Q, swarmx_leaves=run.systems)
     if run.batch != P * cfg.lanes:
         raise ValueError(f"--batch {run.batch}: the RTL wafer gives each of its {P} mesh rows one "
                          f"batch slice of lanes={cfg.lanes} samples, so the batch per system must "

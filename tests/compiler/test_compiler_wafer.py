@@ -28,6 +28,21 @@ def test_weight_streams_split_k_over_the_links():
         weight_streams(CFG, w[:, :2])
 
 
+def test_weight_streams_follow_the_fmac_order():
+    """With pipelined lanes (acc_rows R = 5) each link carries its rows in groups of R, the
+    wavelets i-major inside a group; the last group takes the rest when fewer than 2R are left
+    (12 rows: 5 + 7; 3 rows of W^T: one group): written out here, not taken from fmac_order."""
+    cfg = CFG.replace(add_stages=4)
+    assert cfg.acc_rows == 5
+    w = np.arange(12 * 7, dtype=np.uint16).reshape(12, 7)
+    got = unpack_tagged(weight_streams(cfg, w)[0])[0].tolist()          # W[:, 0:3]
+    want = [int(w[n, k]) for k in range(3) for n in range(5)]
+    want += [int(w[n, k]) for k in range(3) for n in range(5, 12)]
+    assert got == want
+    got_t = unpack_tagged(weight_streams(cfg, w, transposed=True)[0])[0].tolist()
+    assert got_t == [int(w[m, k]) for m in range(12) for k in range(3)]   # 3 rows k: one group
+
+
 def test_join_gradients_inverts_the_column_split():
     dw = np.arange(4 * 7, dtype=np.uint32).reshape(4, 7) * 0x01010101
     links = [pack_tagged(dw[:, sl].ravel().astype(np.uint64), np.arange(4 * n) == 4 * n - 1)

@@ -44,9 +44,11 @@ def link_inputs(cfg, w16, *, transposed=False):
 
 
 # (2 x 3 with gaps: backward-data below; 1 x 2: the system bench's layers cover one-row chains.)
-@pytest.mark.parametrize("rows,cols,m,k,gap,stall", [(2, 2, 10, 13, 0.0, 0.0)])
-def test_wafer_forward(rows, cols, m, k, gap, stall):
-    cfg = preset("system", mesh_rows=rows, mesh_cols=cols)
+# "hardware": the pipelined lanes (rows in groups of acc_rows = 5: 13 = 5 + 8).
+@pytest.mark.parametrize("pre,rows,cols,m,k,gap,stall", [("system", 2, 2, 10, 13, 0.0, 0.0),
+                                                         ("hardware", 2, 2, 13, 13, 0.2, 0.3)])
+def test_wafer_forward(pre, rows, cols, m, k, gap, stall):
+    cfg = preset(pre, mesh_rows=rows, mesh_cols=cols)
     rng = np.random.default_rng(rows * 10 + cols)
     batch = rows * cfg.lanes
     w16 = bf16_bits((rng.standard_normal((m, k)) * 0.5).astype(np.float32))
@@ -151,13 +153,14 @@ def test_wafer_forward_last_layer():
               status_reads(cfg, phase, FAULT=0, ACTIVE=0), gap=0.2, stall=0.3)
 
 
-@pytest.mark.parametrize("rows,cols,m,k,dw", [(3, 2, 4, 7, "dot"), (3, 2, 5, 16, "lanes")])
-def test_wafer_backward_weight(rows, cols, m, k, dw):
+@pytest.mark.parametrize("pre,rows,cols,m,k,dw", [("system", 3, 2, 4, 7, "dot"), ("system", 3, 2, 5, 16, "lanes"),
+                                                  ("hardware", 2, 2, 7, 16, "lanes")])
+def test_wafer_backward_weight(pre, rows, cols, m, k, dw):
     """dW = dZ X^T: partials per PE (FMAC broadcasts of dZ on the lanes when every column holds a
     multiple of L features, else VEC DOT), column chain south to north, rows of dW out of the
     gradient links as SwarmX TaggedWords (link q: rows of dW[:, K_q], last on its final word),
-    = kernels.backward_weight."""
-    cfg = preset("system", mesh_rows=rows, mesh_cols=cols)
+    = kernels.backward_weight; at the hardware preset on pipelined lanes (14 rows: 5 + 9)."""
+    cfg = preset(pre, mesh_rows=rows, mesh_cols=cols)
     batch = rows * cfg.lanes
     _, x16, dz16 = random_layer(np.random.default_rng(rows * 7 + k), m, k, batch)
     phase = compile_backward_weight(cfg, m=m, k=k, batch=batch, x16=x16, dz16=dz16)
@@ -212,10 +215,12 @@ def dx_reads(cfg, phase, want):
     return reads
 
 
-def test_wafer_backward_data():
+@pytest.mark.parametrize("pre", ["system", "hardware"])
+def test_wafer_backward_data(pre):
     """dZ_prev = mask(X) * bf16(W^T dZ): W streamed transposed, row k on the link of its column,
-    FMAC over the stored dZ, VEC MASK + round into SRAM, = kernels.backward_data."""
-    cfg = preset("system", mesh_cols=3)
+    FMAC over the stored dZ, VEC MASK + round into SRAM, = kernels.backward_data; at the hardware
+    preset the columns' 4, 4 and 3 rows are runs shorter than acc_rows = 5 (the lanes stall)."""
+    cfg = preset(pre, mesh_cols=3)
     m, k, batch = 6, 11, 2 * cfg.lanes
     L = cfg.lanes
     w16, x16, dz16 = random_layer(np.random.default_rng(9), m, k, batch)
