@@ -36,9 +36,9 @@ from .layout import BitLayout
 from .wavelet import COLOR_BITS
 
 __all__ = ["TASK_BITS", "MAX_TASKS", "DESCRIPTOR", "DESC_WORDS", "DESC_STRIDE", "COMMIT_ORDER",
-           "acc_rows", "fmac_write_delay", "fmac_order", "Op", "VecMode", "Fault", "STATUS", "DONE_OFFSET", "FAULT_STATUS", "PE_PARAMS",
+           "acc_rows", "acc_slots", "fmac_group_rows", "fmac_write_delay", "fmac_order", "Op", "VecMode", "Fault", "STATUS", "DONE_OFFSET", "FAULT_STATUS", "PE_PARAMS",
            "encode", "decode", "store_addr", "desc_addr", "status_base", "done_addr", "core_span", "pack_pair",
-           "unpack_pair", "descriptor_writes"]
+           "unpack_pair", "descriptor_writes", "vec_fifo_depth"]
 
 TASK_BITS = 5                  # a descriptor index (next, dep_a, dep_b, fault index)
 MAX_TASKS = 1 << TASK_BITS
@@ -121,9 +121,22 @@ def store_addr(d, n, j, lanes):
 
 
 def acc_rows(add_stages):
-    """FMAC accumulator rows in flight: a lane's accumulation (read the row's partial sum, add,
-    write it back) takes ``add_stages + 1`` cycles, so that many rows are accumulated in turn."""
+    """FMAC rows per group: a lane's accumulation (read the row's partial sum, add, write it back)
+    takes ``add_stages + 1`` cycles, so that many rows are accumulated in turn."""
     return add_stages + 1
+
+
+def acc_slots(add_stages):
+    """Accumulator rows a lane holds: a group has up to ``2 * acc_rows - 1`` rows
+    (:func:`fmac_group_rows`)."""
+    return 2 * acc_rows(add_stages) - 1
+
+
+def fmac_group_rows(rows_left, group_rows):
+    """Rows of the FMAC group that starts with ``rows_left`` rows of the run left: ``group_rows``
+    (``Config.acc_rows``), or all of them when fewer than ``2 * group_rows`` are left, so that no
+    group but a run shorter than ``group_rows`` has fewer rows than the recurrence needs."""
+    return rows_left if rows_left < 2 * group_rows else group_rows
 
 
 def fmac_write_delay(mul_stages, add_stages):
@@ -136,13 +149,21 @@ def fmac_write_delay(mul_stages, add_stages):
 def fmac_order(rows, count, group_rows):
     """The order an FMAC descriptor takes its ``rows * count`` wavelets: ``[(row, i)]``, wavelet
     ``i`` of row ``row``. Rows go in groups of ``group_rows`` (``Config.acc_rows``; the last group
-    has the rest); inside a group the wavelets are interleaved ``i``-major, rows ascending, so a
+    has the rest, up to ``2 * group_rows - 1``: :func:`fmac_group_rows`); inside a group the wavelets are interleaved ``i``-major, rows ascending, so a
     row is touched again only after every other row of its group."""
-    order = []
-    for n0 in range(0, rows, group_rows):
-        ng = min(group_rows, rows - n0)
+    order, n0 = [], 0
+    while n0 < rows:
+        ng = fmac_group_rows(rows - n0, group_rows)
         order += [(n0 + r, i) for i in range(count) for r in range(ng)]
+        n0 += ng
     return order
+
+
+def vec_fifo_depth(add_stages):
+    """Entries of the pipelined vector unit's output FIFO, and its credits
+    (``hdl/pe/vector_unit.py``): an element holds one from its issue until its word goes out,
+    ``add_stages + 3`` cycles at full rate, so this many let one element per cycle through."""
+    return add_stages + 3
 
 
 def desc_addr(sram_words, t, word=0):
