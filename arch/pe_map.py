@@ -36,7 +36,8 @@ from .layout import BitLayout
 from .wavelet import COLOR_BITS
 
 __all__ = ["TASK_BITS", "MAX_TASKS", "DESCRIPTOR", "DESC_WORDS", "DESC_STRIDE", "COMMIT_ORDER",
-           "acc_rows", "acc_slots", "fmac_group_rows", "fmac_write_delay", "fmac_order", "Op", "VecMode", "Fault", "STATUS", "DONE_OFFSET", "FAULT_STATUS", "PE_PARAMS",
+           "acc_rows", "acc_slots", "fmac_group_rows", "fmac_write_delay", "fmac_order", "Op", "VecMode",
+           "Fault", "STATUS", "DONE_OFFSET", "FAULT_STATUS", "PE_PARAMS",
            "encode", "decode", "store_addr", "desc_addr", "status_base", "done_addr", "core_span", "pack_pair",
            "unpack_pair", "descriptor_writes", "vec_fifo_depth"]
 
@@ -149,8 +150,9 @@ def fmac_write_delay(mul_stages, add_stages):
 def fmac_order(rows, count, group_rows):
     """The order an FMAC descriptor takes its ``rows * count`` wavelets: ``[(row, i)]``, wavelet
     ``i`` of row ``row``. Rows go in groups of ``group_rows`` (``Config.acc_rows``; the last group
-    has the rest, up to ``2 * group_rows - 1``: :func:`fmac_group_rows`); inside a group the wavelets are interleaved ``i``-major, rows ascending, so a
-    row is touched again only after every other row of its group."""
+    has the rest, up to ``2 * group_rows - 1``: :func:`fmac_group_rows`); inside a group the
+    wavelets are interleaved ``i``-major, rows ascending, so a row is touched again only after
+    every other row of its group."""
     order, n0 = [], 0
     while n0 < rows:
         ng = fmac_group_rows(rows - n0, group_rows)

@@ -14,8 +14,8 @@ import time
 
 import numpy as np
 
-from hdl.fp.bf16_mul import Bf16Mul
 from hdl.config import Config
+from hdl.fp.bf16_mul import Bf16Mul
 from hdl.fp.fp32_add import Fp32Add
 from hdl.tops import build_top
 from sim.benches.fp import (

@@ -36,6 +36,8 @@ from arch.pe_map import (
     desc_addr,
     descriptor_writes,
     encode,
+    fmac_group_rows,
+    fmac_write_delay,
     status_base,
     store_addr,
     unpack_pair,
@@ -44,47 +46,102 @@ from arch.ports import OPPOSITE, STEP
 from models.numerics import bf16_bits, bf16_mul, bits, f32, fp32_add
 from models.pipeline.mapping import split
 
-__all__ = ["PeModel", "fmac_cycles", "unit_cycles", "VEC_FETCH_CYCLES", "DEP_TO_TX_CYCLES", "forward_kernel", "run_forward_kernel",
+__all__ = ["PeModel", "fmac_cycles", "unit_cycles", "VEC_FETCH_CYCLES", "DEP_TO_TX_CYCLES", "forward_kernel",
+           "run_forward_kernel",
            "ramp2_colors", "COLOR_W", "COLOR_PSUM", "COLOR_RESULT", "COLOR_RESULT_T",
-           "COLOR_X_T"]
+           "COLOR_X_T", "vec_out_cycles", "vec_pick_delay", "vec_done_to_tx_cycles", "dep_to_tx_cycles",
+           "dot_word_cycles"]
 
 
-# Cycles from the rx transfer of the wavelet that completes a unit (an FMAC row, a STORE vector)
-# to the tx transfer of the first word of an idle VEC that waited only on it, tx always ready:
-# stage 1 writes SRAM and counts the unit (+1), the vector unit picks the VEC and issues the read
-# of A (+2), latches A and issues the read of B (+3), latches B (+4), puts the first word in its
-# tx register (+5), which transfers (+6).
-DEP_TO_TX_CYCLES = 6
 # The vector unit's fetch stage: pick and read A, latch A and read B, latch B. It overlaps the
 # execution of the previous vector, so only a vector whose dependencies were not met while the
-# previous one ran pays it (hdl/pe/vector_unit.py).
+# previous one ran pays it (hdl/pe/vector_unit.py). The same at every pipeline depth.
 VEC_FETCH_CYCLES = 3
+
+
+def vec_out_cycles(mul_stages=0, add_stages=0, *, dot=False):
+    """Cycles from the vector unit's issue of an element (its RUN cycle) to the cycle its word goes
+    out (written to SRAM, put in the tx register; the unit is done at its end), no stall:
+    unpipelined (``mul_stages = add_stages = 0``) 0, the element goes out in its RUN cycle;
+    pipelined ``add_stages + 2`` (the adder or the registers beside it, ``yreg``, the output
+    FIFO), and for a DOT word's last element ``mul_stages + 1`` more (the multiplier and the
+    product register)."""
+    if not (mul_stages or add_stages):
+        return 0
+    return add_stages + 2 + (mul_stages + 1 if dot else 0)
+
+
+def vec_pick_delay(mul_stages=0, add_stages=0):
+    """Cycles the vector unit's pick lags the counters it reads: 0 unpipelined; pipelined 1 (its
+    readiness flags are registered, so a unit counted at the end of cycle ``w`` is seen in
+    ``w + 2``, a VEC committed in ``c`` is picked from ``c + 2``)."""
+    return 1 if (mul_stages or add_stages) else 0
+
+
+def vec_done_to_tx_cycles(mul_stages=0, add_stages=0):
+    """Cycles from the cycle a unit is written and counted (its ``done`` rises at the end) to the
+    tx transfer of the first word of an idle VEC that waited only on it, tx always ready: the
+    vector unit picks the VEC (:func:`vec_pick_delay` later) and reads A (+1), latches A and
+    reads B (+2), latches B (+3), issues the first element (+4), which goes out
+    :func:`vec_out_cycles` later into the tx register, which transfers (+5): ``5`` unpipelined,
+    ``add_stages + 8`` pipelined."""
+    return 5 + vec_pick_delay(mul_stages, add_stages) + vec_out_cycles(mul_stages, add_stages)
+
+
+def dep_to_tx_cycles(mul_stages=0, add_stages=0):
+    """Cycles from the rx transfer of the wavelet that completes a unit of the wavelet engine (an
+    FMAC row, a STORE vector on ``rx``) to the tx transfer of the first word of an idle VEC that
+    waited only on it, tx always ready: the engine writes the unit and counts it
+    :func:`arch.pe_map.fmac_write_delay` cycles after the transfer, then
+    :func:`vec_done_to_tx_cycles`. (A STORE on ``rx2`` writes one cycle after its transfer.)"""
+    return fmac_write_delay(mul_stages, add_stages) + vec_done_to_tx_cycles(mul_stages, add_stages)
+
+
+# Unpipelined (``mul_stages = add_stages = 0``): stage 1 writes SRAM and counts the unit (+1), the
+# vector unit picks the VEC and issues the read of A (+2), latches A and issues the read of B (+3),
+# latches B (+4), puts the first word in its tx register (+5), which transfers (+6).
+DEP_TO_TX_CYCLES = dep_to_tx_cycles()      # 6
+
+
+def dot_word_cycles(lanes, mul_stages=0, add_stages=0):
+    """Cycles between the starts of two DOT words back to back (the read of the row, of B, the
+    latch, then the ``lanes`` elements): ``lanes + 3`` unpipelined; pipelined each element after
+    the first waits for the previous sum, ``add_stages + 1`` cycles apart, so
+    ``(lanes - 1) * (add_stages + 1) + 4``. The last word of a DOT goes out
+    ``vec_out_cycles(..., dot=True)`` after its last element."""
+    return (lanes - 1) * (add_stages + 1) + 1 + VEC_FETCH_CYCLES
 
 
 def fmac_cycles(count, rows, acc_rows):
     """Cycles an FMAC of ``rows`` rows of ``count`` wavelets takes at full input rate: a group of
-    ``g`` rows (``acc_rows`` each but the last) takes ``g`` cycles per wavelet index, at least
+    ``g`` rows (``arch.pe_map.fmac_group_rows``) takes ``g`` cycles per wavelet index, at least
     ``acc_rows`` (a row's partial sum must be back from the adder before its next wavelet: the
     wavelet engine stalls ``rx`` meanwhile), and ``g`` for the last index."""
-    total = 0
-    for n0 in range(0, rows, acc_rows):
-        g = min(acc_rows, rows - n0)
+    total, n0 = 0, 0
+    while n0 < rows:
+        g = fmac_group_rows(rows - n0, acc_rows)
         total += (count - 1) * max(g, acc_rows) + g
+        n0 += g
     return total
 
 
-def unit_cycles(lanes):
-    """Cycles of one isolated vector-unit firing (one vector, or one DOT word) without stalls:
-    the fetch (:data:`VEC_FETCH_CYCLES`), then one element (lane) per cycle. Back to back,
-    vectors take ``lanes`` cycles each (``lanes >= 3``); DOT words always ``lanes + 3``."""
-    return lanes + VEC_FETCH_CYCLES
+def unit_cycles(lanes, mul_stages=0, add_stages=0):
+    """Cycles of one isolated vector-unit firing (one vector of PASS, ADD or MASK) without stalls,
+    from its pick to the cycle its last word goes out (its unit is done at the end): the fetch
+    (:data:`VEC_FETCH_CYCLES`), one element (lane) per cycle, and the element pipeline
+    (:func:`vec_out_cycles`: 0 unpipelined). Back to back, vectors take ``lanes`` cycles each
+    (``lanes >= 3``); a DOT word :func:`dot_word_cycles` (unpipelined also ``lanes + 3``)."""
+    return lanes + VEC_FETCH_CYCLES + vec_out_cycles(mul_stages, add_stages)
 
 
 class PeModel:
     """One PE core. ``out`` collects the sent wavelets as ``(color, data)`` in send order."""
 
-    def __init__(self, *, lanes, sram_words, num_tasks, num_colors, acc_rows=1):
+    def __init__(self, *, lanes, sram_words, num_tasks, num_colors, acc_rows=1, mul_stages=0,
+                 add_stages=0):
         self.L, self.S, self.T, self.C = lanes, sram_words, num_tasks, num_colors
+        # the fp units' register stages (Config.mul_stages / add_stages): the vector unit's cycles
+        self.mul_stages, self.add_stages = mul_stages, add_stages
         self.R = acc_rows              # FMAC rows per group (Config.acc_rows)
         self.mem = np.zeros(sram_words, dtype=np.uint32)
         self.words = [[0] * DESC_WORDS for _ in range(num_tasks)]
@@ -94,12 +151,12 @@ class PeModel:
         self.pos = [0] * num_tasks     # FMAC: wavelet of its group; STORE: word of its vector
         self.n = [0] * num_tasks       # FMAC: first row of its group; STORE, VEC: unit
         self.done = [0] * num_tasks
-        self.acc = np.zeros((acc_rows, lanes), dtype=np.float32)    # a group's partial rows
+        self.acc = np.zeros((2 * acc_rows - 1, lanes), dtype=np.float32)   # a group's partial rows
         self.acc_owner = None          # descriptor with a half-accumulated group, or None
         self.fault = None              # (code, index) of the first fault, sticky
         self.out = []
         self.fmac_cycles = self.vec_cycles = self.rx_count = 0
-        self.short_groups = 0          # FMAC groups of fewer than acc_rows rows (the RTL may stall)
+        self.short_groups = 0          # FMAC groups of fewer than acc_rows rows (the RTL stalls)
         self.pack = 0                  # the PACK register: packed configuration SRAM writes
 
     # ---- configuration bus -------------------------------------------------------------------
@@ -232,17 +289,21 @@ class PeModel:
     def cycles(self, t):
         """Cycles descriptor ``t`` keeps its engine busy, at full input rate and no back-pressure:
         FMAC one per wavelet (every lane busy) and the stalls of a group of fewer than
-        ``acc_rows`` rows (:func:`fmac_cycles`), STORE one per wavelet, VEC one fetch and then
-        ``L`` per vector (vectors back to back, ``L >= 3``), DOT ``L + 3`` per word."""
+        ``acc_rows`` rows (:func:`fmac_cycles`), STORE one per wavelet, VEC one fetch, then
+        ``L`` per vector (vectors back to back, ``L >= 3``) and the element pipeline of the last
+        one (:func:`vec_out_cycles`), DOT :func:`dot_word_cycles` per word and the pipeline of
+        the last (``L + 3`` per word unpipelined). VEC: from the first pick to the cycle the last
+        word goes out."""
         d, L = self.desc[t], self.L
         if d["op"] == Op.FMAC:
             return fmac_cycles(d["count"], d["reps"], self.R)
         if d["op"] == Op.STORE:
             return L * d["reps"]
         if d["op"] == Op.VEC:
+            ms, ads = self.mul_stages, self.add_stages
             if d["vmode"] == VecMode.DOT:
-                return d["reps"] * d["count"] * unit_cycles(L)
-            return VEC_FETCH_CYCLES + d["reps"] * max(L, VEC_FETCH_CYCLES)
+                return d["reps"] * d["count"] * dot_word_cycles(L, ms, ads) + vec_out_cycles(ms, ads, dot=True)
+            return VEC_FETCH_CYCLES + d["reps"] * max(L, VEC_FETCH_CYCLES) + vec_out_cycles(ms, ads)
         return 0
 
     # ---- wavelet engine ----------------------------------------------------------------------
@@ -275,7 +336,7 @@ class PeModel:
                 self._raise("ACC_CONFLICT", t)
                 return
             n0, s, count = self.n[t], self.pos[t], d["count"]
-            ng = min(self.R, d["reps"] - n0)          # rows of this group
+            ng = fmac_group_rows(d["reps"] - n0, self.R)      # rows of this group
             r, i = s % ng, s // ng
             if s == 0 and ng < self.R and count > 1:
                 self.short_groups += 1

@@ -191,8 +191,9 @@ class Fp32AddCore(wiring.Component):
             sig_small.eq(Cat(C(0, 3), f_small, e_small != 0)),
         ]
 
-        # The alignment distance min(x_big - x_small, 27) (x: the exponent, 1 for a subnormal), both ways at once beside the magnitude
-        # compare (swap then only selects): no subtraction waits for the compare's carry chain.
+        # The alignment distance min(x_big - x_small, 27) (x: the exponent, 1 for a subnormal),
+        # both ways at once beside the magnitude compare (swap then only selects): no subtraction
+        # waits for the compare's carry chain.
         xa, xb = Mux(ea == 0, 1, ea), Mux(eb == 0, 1, eb)
         d_ab, d_ba = Signal(8), Signal(8)
         m.d.comb += [d_ab.eq(xa - xb), d_ba.eq(xb - xa)]

@@ -52,7 +52,8 @@ Operations (L = lanes; ``n`` = unit index, from 0, of a run of ``reps`` units)
     bf16 RNE, upper half) if set; then ``send`` on ``color`` and/or ``store`` to
     ``mem[dst_base + (n-lo)*U + pos]`` (``U = L``, or ``count`` for DOT) when ``lo <= n < hi``.
     Cost: ``L + 3`` cycles per vector (per word for DOT) plus cycles waiting for ``tx`` or, for
-    a store, for a configuration SRAM write or the wavelet engine writing the same bank.
+    a store, for a configuration SRAM write or the wavelet engine writing the same bank (with
+    pipelined fp units, ``Config.mul_stages``/``add_stages``: docs/pe.md#vector-unit-pipeline).
 When the last unit (``reps``) of a descriptor is done it stops; with ``chain`` it starts ``next``
 (if ``next`` is legal: committed without fault and not rewritten since). Writing any word of a
 descriptor stops it and drops its half-accumulated FMAC row; writing word 0 commits it again.
@@ -107,12 +108,12 @@ from arch.pe_map import (
 from ..config import ConfigError, refuse
 from ..config_bus import ConfigBus
 from ..layouts import cat_fields
+from ..wavelet import Wavelet
 from .descriptor_table import Descriptor, DescriptorTable
 from .sram import PeSram
 from .store_engine import StoreEngine
 from .vector_unit import VectorUnit
 from .wavelet_engine import WaveletEngine
-from ..wavelet import Wavelet
 
 __all__ = ["PeCore", "Descriptor"]
 
@@ -184,7 +185,7 @@ class PeCore(wiring.Component):
         for name in ("desc", "active", "in_range", "pos", "cnt", "dptr"):
             m.d.comb += getattr(seng, name).eq(getattr(table, name))
         m.d.comb += [weng.pos.eq(table.pos), weng.sub.eq(table.sub), weng.restart.eq(table.restart),
-                     vec.done.eq(table.done), vec.bptr.eq(table.bptr),
+                     vec.done.eq(table.done), vec.bptr.eq(table.bptr), vec.restart.eq(table.restart),
                      seng.w_step.eq(weng.step), seng.w_t.eq(weng.t)]
         m.d.comb += [
             table.w_step.eq(weng.step), table.w_t.eq(weng.t), table.w_unit_end.eq(weng.unit_end),

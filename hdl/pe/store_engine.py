@@ -21,8 +21,8 @@ from amaranth.lib.wiring import In, Out
 
 from arch.pe_map import FAULT_STATUS, Fault, Op
 
-from .descriptor_table import PTR_BITS, state_shapes, store_offset
 from ..wavelet import Wavelet
+from .descriptor_table import PTR_BITS, state_shapes, store_offset
 
 __all__ = ["StoreEngine"]
 

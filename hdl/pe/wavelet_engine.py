@@ -39,8 +39,8 @@ from arch.pe_map import FAULT_STATUS, Fault, Op, acc_slots, fmac_write_delay
 
 from ..fp.bf16_mul import Bf16MulCore
 from ..fp.fp32_add import Fp32AddCore
-from .descriptor_table import state_shapes, store_offset
 from ..wavelet import Wavelet
+from .descriptor_table import state_shapes, store_offset
 
 __all__ = ["WaveletEngine"]
 

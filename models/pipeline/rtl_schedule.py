@@ -14,11 +14,12 @@ compiler (``compiler/wafer.py``) and the bench actually run, phase by phase. Two
   per cycle (broadcast latency ``depth``) into the north router of their column; the last word
   reaches the RAMP of row ``P-1`` after ``(P-1) + 2`` cycles (``models.fabric.zero_load_latency``),
   completes the FMAC row, and the VEC that waited on it (forward: ADD, or PASS for one column;
-  backward-data: MASK) sends its first word ``DEP_TO_TX_CYCLES`` later and its last ``L-1`` after
-  that; the results cross the links west (the logits: none, east edge) to the edge (``+2``), and
-  the recorder's count shows the word one cycle later. Backward-weight: the north PE's DOT words and
-  chain ADDs (``unit_cycles(L)`` each) after its DOT commits during configuration, minus the
-  writes after that commit, then router, reduce tree and recorder. These are lower bounds.
+  backward-data: MASK) sends its first word ``models.pe.dep_to_tx_cycles(mul_stages,
+  add_stages)`` later (6 unpipelined) and its last ``L-1`` after that; the results cross the
+  links west (the logits: none, east edge) to the edge (``+2``), and the recorder's count shows
+  the word one cycle later. Backward-weight: the north PE's DOT words
+  (``models.pe.dot_word_cycles`` each) and chain ADDs after its DOT commits during
+  configuration, minus the writes after that commit, then router, reduce tree and recorder. These are lower bounds.
 * **Run, exact** (:func:`simulated_run_cycles`): the closed-loop cycle simulation of the phase
   (:func:`models.pipeline.wafer_cycles.simulate_phase`: the cycle-exact fabric model stepped one
   cycle at a time + a timing model of each PE's wavelet engine and vector unit + the weight and
@@ -39,7 +40,7 @@ from dataclasses import dataclass
 from arch.pe_map import DESC_WORDS
 from models.fabric import zero_load_latency
 from models.pe import COLOR_W as _COLOR_W
-from models.pe import DEP_TO_TX_CYCLES, VEC_FETCH_CYCLES, unit_cycles
+from models.pe import VEC_FETCH_CYCLES, dep_to_tx_cycles, dot_word_cycles, unit_cycles, vec_out_cycles
 from models.pipeline.wafer_cycles import simulate_phase
 from models.swarmx import SwarmxTiming
 
@@ -66,7 +67,8 @@ class RtlHardware:
     and ``sram_banks`` SRAM banks (a power of two, ``Config.sram_banks`` as the PE core is built,
     default 8), routers of ``num_colors`` colors and ``vc_depth``-word channels, behind a SwarmX
     tree per mesh column whose adders have latency ``swarmx_adder_latency`` (``Config.fp_latency``,
-    default 2)."""
+    default 2); the PE cores' fp units have ``mul_stages`` / ``add_stages`` register stages
+    (``Config.mul_stages`` / ``Config.add_stages``, 0..4, default 0)."""
     mesh_rows: int
     mesh_cols: int
     lanes: int
@@ -75,6 +77,8 @@ class RtlHardware:
     num_colors: int = 8
     vc_depth: int = 4
     sram_banks: int = 8
+    mul_stages: int = 0
+    add_stages: int = 0
 
     def __post_init__(self):
         for name in ("mesh_rows", "mesh_cols", "lanes", "systems", "swarmx_adder_latency",
@@ -84,6 +88,10 @@ class RtlHardware:
                 raise ValueError(f"RtlHardware.{name} must be an int >= 1, got {v!r}")
         if self.sram_banks & (self.sram_banks - 1):
             raise ValueError(f"RtlHardware.sram_banks must be a power of two, got {self.sram_banks}")
+        for name in ("mul_stages", "add_stages"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 4:
+                raise ValueError(f"RtlHardware.{name} must be an int in 0..4, got {v!r}")
 
     @classmethod
     def from_config(cls, cfg):
@@ -91,7 +99,8 @@ class RtlHardware:
         system simulation builds it)."""
         return cls(mesh_rows=cfg.mesh_rows, mesh_cols=cfg.mesh_cols, lanes=cfg.lanes,
                    systems=cfg.swarmx_leaves, swarmx_adder_latency=cfg.fp_latency,
-                   num_colors=cfg.num_colors, vc_depth=cfg.vc_depth, sram_banks=cfg.sram_banks)
+                   num_colors=cfg.num_colors, vc_depth=cfg.vc_depth, sram_banks=cfg.sram_banks,
+                   mul_stages=cfg.mul_stages, add_stages=cfg.add_stages)
 
     @property
     def swarmx(self):
@@ -139,7 +148,8 @@ def _stream_to_last_pe(hw, words):
 def _vector_out(hw, edge_links):
     """Cycles from the wavelet that completes a unit to the recorder counting the last of the
     ``L`` words its waiting VEC sends over ``edge_links`` links to a host edge."""
-    return DEP_TO_TX_CYCLES + (hw.lanes - 1) + zero_load_latency(edge_links) + RECORDER_COUNT_CYCLES
+    return (dep_to_tx_cycles(hw.mul_stages, hw.add_stages) + (hw.lanes - 1) + zero_load_latency(edge_links)
+            + RECORDER_COUNT_CYCLES)
 
 
 def forward_run_cycles(m, k, hw, *, last=False):
@@ -176,32 +186,36 @@ def backward_weight_run_cycles(m, k, hw, *, lanes=False):
     commits its DOT as the last write of its tile's descriptors; after it come the other tiles'
     descriptors (raster order) and ``Q`` adapter words (``G_COUNT``), then :data:`GO_CYCLES` until
     ``go``;
-    it makes ``M |K_q|`` DOT words (``unit_cycles(L)`` each) and, with ``P > 1``, ``M |K_q| / L``
-    chain ADDs (at least ``L`` each, fetches overlapped).
+    it makes ``M |K_q|`` DOT words (``models.pe.dot_word_cycles`` each, ``L + 3`` unpipelined; the
+    last one's element pipeline after them) and, with ``P > 1``, ``M |K_q| / L`` chain ADDs (at
+    least ``L`` each, fetches overlapped).
     ``lanes=True`` (partials on the lanes): the host's dZ stream starts at the west edge
     :data:`PLAYER_START_CYCLES` ``+ 1`` cycles after ``go``; a north PE then takes ``M |K_q|`` dZ
     wavelets through its RAMP port (one per cycle; the incoming partial sums arrive on the RAMP's
     second channel), and the last FMAC row waits for the last one (stage 1, then the vector that
-    waited on it: ``unit_cycles(L)``); its vector unit makes ``M C`` chain vectors (``C = |K_q| /
-    L``; ADD, or PASS on one row), back to back at best (one fetch, then ``max(L, 3)`` each).
+    waited on it: ``unit_cycles(L, ...)``); its vector unit makes ``M C`` chain vectors (``C =
+    |K_q| / L``; ADD, or PASS on one row), back to back at best (one fetch, then ``max(L, 3)``
+    each, then the last one's element pipeline, ``models.pe.vec_out_cycles``).
     The larger of the two; then the last word crosses to the north edge (``zero_load_latency(0)``),
     the reduce tree and the recorder count. Without lanes the last vector's last word leaves
     likewise after the DOT and ADD work."""
     _check_layer(m, k, hw)
     P, Q, L = hw.mesh_rows, hw.mesh_cols, hw.lanes
+    ms, ads = hw.mul_stages, hw.add_stages
     adapters = Q
     tail = zero_load_latency(0) + hw.swarmx.reduce_latency + RECORDER_COUNT_CYCLES
     if lanes:
         kq = max(_split_sizes(k, Q))
-        fmac = m * kq + 1 + unit_cycles(L)
-        vectors = VEC_FETCH_CYCLES + m * kq // L * max(L, VEC_FETCH_CYCLES)
+        fmac = m * kq + 1 + unit_cycles(L, ms, ads)
+        vectors = VEC_FETCH_CYCLES + m * kq // L * max(L, VEC_FETCH_CYCLES) + vec_out_cycles(ms, ads)
         return PLAYER_START_CYCLES + 1 + max(fmac, vectors) + tail
     counts = backward_weight_desc_counts(hw)
     tiles = sorted(counts)
     best = 0
     for q, kq in enumerate(_split_sizes(k, Q)):
         words = m * kq
-        work = words * unit_cycles(L) + (words // L * L if P > 1 else 0)
+        work = (words * dot_word_cycles(L, ms, ads) + vec_out_cycles(ms, ads, dot=True)
+                + (words // L * L if P > 1 else 0))
         after = sum(DESC_WORDS * counts[t] for t in tiles[tiles.index((0, q)) + 1:]) + adapters
         best = max(best, work - after - GO_CYCLES + tail)
     return max(best, 1)
@@ -217,7 +231,7 @@ def simulated_run_cycles(kind, plan, m, k, hw, *, writes=0, last=False):
     P, Q, L = hw.mesh_rows, hw.mesh_cols, hw.lanes
     per_link = {q: m * kq for q, kq in enumerate(_split_sizes(k, Q))}
     common = dict(rows=P, cols=Q, lanes=L, sram_banks=hw.sram_banks, num_colors=hw.num_colors,
-                  vc_depth=hw.vc_depth)
+                  vc_depth=hw.vc_depth, mul_stages=hw.mul_stages, add_stages=hw.add_stages)
     if kind == "backward-weight":
         # Cycles count so that write ``i`` transfers in cycle ``i - 1`` (what it commits acts
         # from cycle ``i``); ``go`` comes GO_CYCLES after the last write (cycle ``writes - 2``).

@@ -20,8 +20,9 @@ PE engines (``hdl/pe/core.py``)
     *store engine* takes the partial sums and results, one per cycle, on the RAMP's second
     channel. The *vector unit* runs in parallel and fetches a vector while the previous one runs:
     ``V = max(L, vector_overhead_cycles)`` cycles per vector of L words back to back (chain
-    add-and-forward, ReLU/round/send, mask), ``L + vector_overhead_cycles`` per word of a dot
-    product.
+    add-and-forward, ReLU/round/send, mask), ``(L - 1) * (add_stages + 1) + 1 +
+    vector_overhead_cycles`` per word of a dot product (``L + vector_overhead_cycles`` with
+    combinational fp units: with ``add_stages`` each product waits for the previous sum).
 Forward, per row (the row pipeline runs at the slowest of)
     wavelet engine ``Kq * ceil(Bp / L)`` FMAC; store engine ``Bp`` incoming partials (Q > 1) +
     ``ceil(Bp / pk)`` incoming results (hidden layers); vector unit ``ceil(Bp / L) * V`` (the
@@ -36,7 +37,7 @@ Backward, per row
     wavelet engine ``Kq * ceil(Bp / L)`` FMAC for dX (not for the first layer) + ``ceil(Bp / pk)``
     dZ wavelets; store engine ``Kq`` incoming column partials (P > 1); the dW partials either as
     dot products on the vector unit (``dw_dot_product``, the PE RTL's fallback DOT: ``Kq *
-    ceil(Bp / L) * (L + vector_overhead_cycles)``) or
+    ceil(Bp / L)`` dot-product words) or
     as FMAC broadcasts of each dZ[m, b] over the PE's Kq inputs on the lanes (the PE RTL's kernel
     where ``Kq`` is a multiple of L; ``Bp * ceil(Kq / L)`` more wavelet-engine cycles); vector unit
     also ``ceil(Kq / L) * V`` for the column add-and-forward;
@@ -75,6 +76,7 @@ from dataclasses import dataclass
 
 from models.memoryx.accounting import update_bytes_per_parameter
 from models.memoryx.optimizers import optimizer_from_config
+from models.pe import vec_out_cycles, vec_pick_delay
 from models.swarmx import node_reduce_latency, tree_depth
 
 __all__ = ["TimingError", "TimingParams", "PhaseTiming", "StepTiming", "step_timing", "swarmx_depth",
@@ -87,7 +89,7 @@ class TimingError(ValueError):
 
 _INTS_GE1 = ("mesh_rows", "mesh_cols", "lanes", "bf16_per_wavelet", "fp_add_latency")
 _INTS_GE0 = ("hop_latency", "router_io_latency", "chain_add_latency", "vector_overhead_cycles",
-             "swarmx_bcast_latency",
+             "mul_stages", "add_stages", "swarmx_bcast_latency",
              "swarmx_reduce_latency", "link_latency", "memoryx_stream_latency", "memoryx_update_latency",
              "host_loss_cycles")
 _RATES = ("weight_words_per_cycle", "grad_words_per_cycle", "link_words_per_cycle",
@@ -123,12 +125,19 @@ class TimingParams:
         at ``t`` through ``h`` links is offered at ``t + h + 2``: 2).
     vector_overhead_cycles : int
         The PE vector unit's fetch (``hdl/pe/vector_unit.py``: 3, ``models.pe.VEC_FETCH_CYCLES``):
-        an isolated vector and every dot-product word cost ``lanes + vector_overhead_cycles``
-        (``models.pe.unit_cycles``), vectors back to back ``max(lanes, vector_overhead_cycles)``
-        (the fetch overlaps the previous vector).
+        with combinational fp units an isolated vector and every dot-product word cost ``lanes +
+        vector_overhead_cycles`` (``models.pe.unit_cycles``), vectors back to back ``max(lanes,
+        vector_overhead_cycles)`` (the fetch overlaps the previous vector) at every depth.
+    mul_stages, add_stages : int
+        Register stages of the PE core's bf16 multipliers and fp32 adders (``Config.mul_stages``,
+        ``Config.add_stages``, 0..4; default 0): with any, the vector unit's element pipeline
+        delays every word by ``models.pe.vec_out_cycles`` (``add_stages + 2``; an isolated
+        vector costs that much more, a chain hop one more: the pick sees the counters a cycle
+        late, ``models.pe.vec_pick_delay``) and a dot-product word's elements come
+        ``add_stages + 1`` cycles apart.
     chain_add_latency : int
         Cycles a PE adds to an add-and-forward chain hop (one vector-unit ADD; ``None`` derives
-        ``lanes + vector_overhead_cycles``).
+        ``lanes + vector_overhead_cycles + vec_pick_delay + vec_out_cycles``, ``models.pe``).
     dw_dot_product : bool
         Weight-gradient partials as dot products on the vector unit (True: the PE RTL's fallback,
         VEC DOT) or as FMAC broadcasts on the lanes (False: the RTL's kernel where every column's
@@ -169,6 +178,8 @@ class TimingParams:
     hop_latency: int = 1
     router_io_latency: int = 2
     vector_overhead_cycles: int = 3
+    mul_stages: int = 0
+    add_stages: int = 0
     chain_add_latency: int = None
     dw_dot_product: bool = False
     fp_add_latency: int = 2
@@ -189,8 +200,11 @@ class TimingParams:
             if isinstance(self.fp_add_latency, int) and self.fp_add_latency >= 1:
                 object.__setattr__(self, "swarmx_reduce_latency", node_reduce_latency(self.fp_add_latency))
         if self.chain_add_latency is None:
-            if all(isinstance(getattr(self, n), int) for n in ("lanes", "vector_overhead_cycles")):
-                object.__setattr__(self, "chain_add_latency", self.lanes + self.vector_overhead_cycles)
+            if all(isinstance(getattr(self, n), int)
+                   for n in ("lanes", "vector_overhead_cycles", "mul_stages", "add_stages")):
+                object.__setattr__(self, "chain_add_latency", self.lanes + self.vector_overhead_cycles
+                                   + vec_pick_delay(self.mul_stages, self.add_stages)
+                                   + vec_out_cycles(self.mul_stages, self.add_stages))
         for name in _INTS_GE1 + _INTS_GE0:
             v = getattr(self, name)
             low = 1 if name in _INTS_GE1 else 0
@@ -205,6 +219,9 @@ class TimingParams:
                 raise TimingError(f"TimingParams.{name} must be a bool, got {getattr(self, name)!r}")
         if not 1 <= self.lanes <= 16:
             raise TimingError(f"TimingParams.lanes must be in 1..16, got {self.lanes}")
+        for name in ("mul_stages", "add_stages"):
+            if getattr(self, name) > 4:
+                raise TimingError(f"TimingParams.{name} must be in 0..4, got {getattr(self, name)}")
         if self.bf16_per_wavelet not in (1, 2):
             raise TimingError(f"TimingParams.bf16_per_wavelet must be 1 or 2, got {self.bf16_per_wavelet}")
         if self.link_words_per_cycle > 1:
@@ -228,13 +245,16 @@ class TimingParams:
             raise TimingError(f"unknown timing parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(names))}")
         if "fp_add_latency" in changes and "swarmx_reduce_latency" not in changes:
             changes["swarmx_reduce_latency"] = None
-        if ({"lanes", "vector_overhead_cycles"} & set(changes)) and "chain_add_latency" not in changes:
+        if ({"lanes", "vector_overhead_cycles", "mul_stages", "add_stages"} & set(changes)
+                and "chain_add_latency" not in changes):
             changes["chain_add_latency"] = None
         return dataclasses.replace(self, **changes)
 
     @classmethod
     def from_config(cls, cfg, **changes):
-        """Parameters for an ``hdl.config.Config`` (mesh size and lanes taken from it)."""
+        """Parameters for an ``hdl.config.Config`` (mesh size, lanes and the PE's fp stages taken
+        from it)."""
+        changes = {"mul_stages": cfg.mul_stages, "add_stages": cfg.add_stages, **changes}
         return cls(mesh_rows=cfg.mesh_rows, mesh_cols=cfg.mesh_cols, lanes=cfg.lanes, **changes)
 
     def as_dict(self):
@@ -329,7 +349,7 @@ def step_timing(dims, batch, systems=1, params=None):
     bp = -(-batch // P)
     bf16_words = math.ceil(bp / pk)
     vec = max(L, tp.vector_overhead_cycles)                              # a vector, back to back
-    dot = L + tp.vector_overhead_cycles                                  # a dot-product word
+    dot = (L - 1) * (tp.add_stages + 1) + 1 + tp.vector_overhead_cycles  # a dot-product word
     bvec = math.ceil(bp / L)                                             # vectors per batch slice
     pes = P * Q * L
     fill = (tp.memoryx_stream_latency + tp.link_latency + depth * tp.swarmx_bcast_latency

@@ -204,8 +204,8 @@ def prepare_harness(unit, a, b, *, target="stream", expected=None, gap=0, stall=
     ``latency`` is the stream top's ``Config.fp_latency``.
     ``expected`` defaults to the golden model's results. The run folder stays locked (other
     sessions wait) until :meth:`HarnessJob.cleanup`."""
-    from hdl.fp.bf16_mul import Bf16MulCore
     from hdl.config import Config
+    from hdl.fp.bf16_mul import Bf16MulCore
     from hdl.fp.fp32_add import Fp32AddCore
     from hdl.tops import build_top
 

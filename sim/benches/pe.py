@@ -9,8 +9,11 @@ addresses read back after the run), ``drain`` (idle cycles allowed after the las
 
 Writes ``result.json`` in the run folder: ``tx`` payloads and ``tx_cycles``, ``rx_cycles`` (accept
 cycle of each wavelet), ``rx2_cycles``, ``reads`` (values), ``rx_ready_low`` (cycles ``rx.ready``
-was low while a wavelet was offered), ``rx2_ready_low`` (the same for ``rx2``) and ``fault`` (the
-port). The pytest side compares all of it with the model.
+was low while a wavelet was offered), ``rx2_ready_low`` (the same for ``rx2``), ``fault`` (the
+port), ``write_cycles`` (per step, the cycle of each configuration write) and ``tx_stalls`` (the
+monitor's back-pressure in every cycle), the last two so that a cycle model can replay the run
+(cycles count from 0 at the drivers' and the monitor's first edge). The pytest side compares all
+of it with the model.
 """
 
 import json
@@ -27,15 +30,18 @@ from arch.pe_map import desc_addr, descriptor_writes, encode
 from arch.wavelet import pack_wavelet, unpack_wavelet
 from sim.kit import params
 from sim.kit.clocking import PERIOD_NS, reset
-from sim.kit.stream import StreamDriver, StreamMonitor, bernoulli
+from sim.kit.stream import StreamDriver, StreamMonitor, bernoulli, recorded
 
 
-async def cfg_write(dut, writes):
+async def cfg_write(dut, writes, times=None):
+    """One write per cycle; ``times`` (a list) collects the sim time of each write's edge."""
     for addr, word in writes:
         dut.cfg__addr.value = addr
         dut.cfg__wdata.value = word
         dut.cfg__we.value = 1
         await RisingEdge(dut.clk)
+        if times is not None:
+            times.append(get_sim_time("ns"))
     dut.cfg__we.value = 0
 
 
@@ -64,9 +70,11 @@ async def run_program(dut):
     dut.cfg__addr.value = 0
     dut.cfg__wdata.value = 0
     await reset(dut)
+    t0 = get_sim_time("ns")            # the edge before cycle 0 of the drivers and the monitor
     drv = StreamDriver(dut.clk, dut, "rx", gaps=bernoulli(p.get("gap_prob", 0.0), rng))
     drv2 = StreamDriver(dut.clk, dut, "rx2", gaps=bernoulli(p.get("gap_prob", 0.0), rng))
-    mon = StreamMonitor(dut.clk, dut, "tx", stall=bernoulli(p.get("stall_prob", 0.0), rng))
+    tx_stalls = []                     # the monitor's decision in every cycle (replayable)
+    mon = StreamMonitor(dut.clk, dut, "tx", stall=recorded(p.get("stall_prob", 0.0), rng, tx_stalls))
     ready_low = 0
     ready2_low = 0
 
@@ -80,9 +88,11 @@ async def run_program(dut):
                 ready2_low += 1
 
     cocotb.start_soon(watch_ready())
-    reads, faults = [], []
+    reads, faults, write_cycles = [], [], []
     for step in p["steps"]:
-        await cfg_write(dut, step.get("writes", []))
+        times = []
+        await cfg_write(dut, step.get("writes", []), times)
+        write_cycles.append([(t - t0) // PERIOD_NS - 1 for t in times])
         drv.send(pack_wavelet(d, c) for c, d in step.get("wavelets", []))
         drv2.send(pack_wavelet(d, c) for c, d in step.get("wavelets2", []))
         await drv.wait_idle()
@@ -98,7 +108,7 @@ async def run_program(dut):
     Path("result.json").write_text(json.dumps({
         "tx": mon.words, "tx_cycles": mon.cycles, "rx_cycles": drv.accepted,
         "rx2_cycles": drv2.accepted, "reads": reads, "faults": faults, "rx_ready_low": ready_low,
-        "rx2_ready_low": ready2_low,
+        "rx2_ready_low": ready2_low, "write_cycles": write_cycles, "tx_stalls": [int(s) for s in tx_stalls],
         "sim_cycles": get_sim_time("ns") // PERIOD_NS, "sim_seconds": time.perf_counter() - wall0,
     }))
 
@@ -125,7 +135,8 @@ class Program:
         self.cfg = cfg
         self.model = (model or PeModel)(lanes=cfg.lanes, sram_words=cfg.sram_words,
                                         num_tasks=cfg.num_tasks, num_colors=cfg.num_colors,
-                                        acc_rows=cfg.acc_rows)
+                                        acc_rows=cfg.acc_rows, mul_stages=cfg.mul_stages,
+                                        add_stages=cfg.add_stages)
         self.steps = []
         self.expected_reads = []
         self.expected_faults = []
@@ -162,7 +173,7 @@ class Program:
     def check(self, result):
         """Assert RTL == model: sent words per color (in order), read-backs, fault flag, and
         that ``rx`` was never back-pressured unless an FMAC group had fewer than ``acc_rows`` rows
-        (the only case the wavelet engine stalls, docs/pe.md#pipeline)."""
+        (the only case the wavelet engine stalls, docs/pe.md#fmac-pipeline)."""
         expected = {}
         for c, d in self.model.out:
             expected.setdefault(c, []).append(d)

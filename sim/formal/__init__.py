@@ -3,8 +3,8 @@ properties in its ``_formal`` method, in small configurations, proved by
 :func:`sim.kit.formal.prove`. ``QUICK`` also runs in ``make test`` (``tests/sim/formal``)."""
 
 from arch.ports import Port
-from hdl.fp.bf16_mul import Bf16Mul
 from hdl.config import preset
+from hdl.fp.bf16_mul import Bf16Mul
 from hdl.fp.fp32_add import Fp32Add
 from hdl.skid_buffer import SkidBuffer
 from hdl.swarmx import SwarmxNode, SwarmxReduceUnit, SwarmxTree

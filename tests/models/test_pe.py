@@ -108,6 +108,30 @@ def test_dot_equals_backward_weight_partials():
     assert mdl.vec_cycles == M * K * L              # VEC_CYCLES: the element cycles
 
 
+def test_vector_unit_cycle_formulas():
+    """The vector unit's figures (hdl/pe/vector_unit.py, docs/pe.md#timing): unpipelined the
+    constants of the combinational unit; pipelined (mul_stages, add_stages) the element
+    pipeline: ``A + 2`` cycles to a word's output (a DOT word ``M + A + 3``), DOT elements
+    ``A + 1`` apart, the pick one cycle behind the counters; the fetch stays 3 cycles.
+    ``PeModel.cycles`` follows them."""
+    assert (pe.VEC_FETCH_CYCLES, pe.DEP_TO_TX_CYCLES, pe.dep_to_tx_cycles()) == (3, 6, 6)
+    assert pe.vec_out_cycles() == pe.vec_out_cycles(dot=True) == 0
+    assert pe.unit_cycles(L) == pe.dot_word_cycles(L) == L + 3 and pe.vec_done_to_tx_cycles() == 5
+    assert pe.vec_pick_delay() == 0
+    for ms, ads in ((2, 3), (0, 1), (4, 0), (1, 4)):
+        assert pe.vec_out_cycles(ms, ads) == ads + 2
+        assert pe.vec_out_cycles(ms, ads, dot=True) == ms + ads + 3
+        assert pe.unit_cycles(L, ms, ads) == L + 3 + ads + 2
+        assert pe.vec_pick_delay(ms, ads) == 1 and pe.vec_done_to_tx_cycles(ms, ads) == ads + 8
+        assert pe.dot_word_cycles(L, ms, ads) == (L - 1) * (ads + 1) + 4
+        mdl = pe.PeModel(lanes=L, sram_words=S, num_tasks=T, num_colors=C, mul_stages=ms,
+                         add_stages=ads)
+        program(mdl, 0, op=Op.VEC, vmode=VecMode.DOT, send=1, color=3, count=5, reps=2)
+        program(mdl, 1, op=Op.VEC, vmode=VecMode.ADD, send=1, color=3, count=1, reps=6)
+        assert mdl.cycles(0) == 2 * 5 * pe.dot_word_cycles(L, ms, ads) + ms + ads + 3
+        assert mdl.cycles(1) == 3 + 6 * L + ads + 2
+
+
 def test_mask_round_equals_backward_data():
     """MASK + round on the fp32 dX accumulators with the stored activations = backward_data."""
     rng = np.random.default_rng(4)

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from hdl.fp.bf16_mul import Bf16Mul
 from hdl.config import Config
+from hdl.fp.bf16_mul import Bf16Mul
 from hdl.fp.fp32_add import Fp32Add
 from hdl.tops import build_top
 from sim.benches.fp import (

@@ -7,12 +7,20 @@ import json
 import numpy as np
 import pytest
 
-from arch.pe_map import FAULT_STATUS, STATUS, Fault, Op, VecMode, fmac_order, status_base
+from arch.pe_map import DESC_STRIDE, FAULT_STATUS, STATUS, Fault, Op, VecMode, fmac_order, status_base
 from arch.pe_map import done_addr as pe_done_addr
 from hdl.config import PRESETS, ConfigError, preset
 from hdl.pe.core import PeCore
 from models.numerics import bf16_bits, bf16_mul, bits, fp32_add
-from models.pe import DEP_TO_TX_CYCLES, fmac_cycles
+from models.pe import (
+    DEP_TO_TX_CYCLES,
+    dot_word_cycles,
+    fmac_cycles,
+    unit_cycles,
+    vec_done_to_tx_cycles,
+    vec_out_cycles,
+    vec_pick_delay,
+)
 from sim.benches.pe import Program, desc_writes, sram_writes
 from sim.kit.runner import config_verilog, run_bench
 
@@ -230,6 +238,264 @@ def test_dependency_to_tx_latency():
     assert all(tx[n * L + j] == tx[n * L] + j for n in range(R) for j in range(L))
 
 
+# ---- the pipelined vector unit (Config.mul_stages / add_stages > 0, docs/pe.md#vector-unit-pipeline)
+
+# (mul_stages, add_stages): the hardware preset's; a deep multiplier (a PASS/ADD/MASK element
+# waits for the DOT element ahead of the adder); a combinational multiplier; a combinational adder
+# (a DOT element every cycle).
+VEC_DEPTHS = [(HW.mul_stages, HW.add_stages), (4, 1), (0, 2), (1, 0)]
+
+
+def vec_cfg(depth=(HW.mul_stages, HW.add_stages), **changes):
+    return TINY.replace(mul_stages=depth[0], add_stages=depth[1], **changes)
+
+
+def replay_tx_cycles(cfg, prog, result, *, waits=False):
+    """The bench's run replayed on the closed-loop model's PE timing
+    (``models.pipeline.wafer_cycles._PeTiming``) with the RTL's input accept cycles, the
+    configuration write cycles (each descriptor acts from the cycle after its commit) and the
+    monitor's back-pressure: the model's tx transfer cycles (and, with ``waits``, also the
+    cycles a store waited for its bank). For programs that write each descriptor once and no
+    SRAM by configuration while a VEC stores."""
+    from models.pipeline.wafer_cycles import _PeTiming
+    S, base = cfg.sram_words, status_base(cfg.sram_words, cfg.num_tasks)
+    commits = {}
+    for step, cycles in zip(prog.steps, result["write_cycles"]):
+        for (addr, _), c in zip(step["writes"], cycles):
+            if S <= addr < base and (addr - S) % DESC_STRIDE == 0:
+                commits[(addr - S) // DESC_STRIDE] = c + 1
+    descs = {t: dict(prog.model.desc[t]) for t in commits}
+    pe = _PeTiming(descs, cfg.lanes, cfg.sram_banks, commits, mul_stages=cfg.mul_stages,
+                   add_stages=cfg.add_stages)
+    rx = dict(zip(result["rx_cycles"], [c for s in prog.steps for c, _ in s["wavelets"]]))
+    rx2 = dict(zip(result["rx2_cycles"], [c for s in prog.steps for c, _ in s["wavelets2"]]))
+    out = []
+    for cycle, stall in enumerate(result["tx_stalls"]):
+        pe.commit(cycle)
+        taken = pe.tx is not None and not stall
+        if taken:
+            out.append(cycle)
+        pe.cycle(rx.get(cycle), taken, rx2.get(cycle))
+    return (out, pe.vbank_waits) if waits else out
+
+
+@pytest.mark.parametrize("mode,relu,rnd", [
+    (VecMode.PASS, 1, 1), (VecMode.ADD, 1, 1), (VecMode.MASK, 0, 1), (VecMode.DOT, 0, 0)])
+def test_vec_pipelined(mode, relu, rnd):
+    """Pipelined vector unit (the hardware preset's stages): B vectors come on ``rx2`` (the store
+    engine, whose writes take the vector unit's store banks at random), the VEC fires on each,
+    sends under 50 % back-pressure and stores the filtered ones: RTL == model bit for bit
+    (specials, rounding ties, garbage low halves), and every tx transfer in the cycle the
+    closed-loop PE timing model says."""
+    rng = np.random.default_rng(40 + int(mode) * 3 + relu)
+    cfg, L = vec_cfg(), TINY.lanes
+    R, rows = 6, 3
+    dot = mode == VecMode.DOT
+    a_words = bf16_words(rng, 32, specials=0.1) if mode != VecMode.ADD else fp32_words(rng, 32)
+    if mode == VecMode.MASK:   # stored bf16 activations: clean upper halves, some zeros
+        a_words = np.where(rng.random(32) < 0.2, 0, a_words & 0xFFFF0000).astype(np.uint32)
+    prog = Program(cfg)
+    prog.step(writes=sram_writes(0, a_words)
+              + desc_writes(cfg, 0, op=Op.STORE, enable=1, color=1, reps=R, lo=0, hi=R,
+                            dst_base=64)
+              + desc_writes(cfg, 2, op=Op.VEC, vmode=mode, enable=1, relu=relu, round=rnd,
+                            send=1, store=1, color=3, dep_b_en=1, dep_b=0,
+                            a_base=0, a_stride=L if not dot else 5, b_base=64, b_stride=L,
+                            count=rows if dot else 1, reps=R, dst_base=128, lo=1, hi=R - 1))
+    b_words = bf16_words(rng, R * L, specials=0.1)
+    if mode == VecMode.ADD:
+        b_words = np.where(rng.random(R * L) < 0.5, fp32_words(rng, R * L), b_words).astype(np.uint32)
+    prog.step(wavelets2=[(1, w) for w in b_words],
+              reads=list(range(64, 64 + R * L)) + list(range(128, 128 + R * rows * L))
+              + status_reads(cfg))
+    assert len(prog.model.out) == R * (rows if dot else L)
+    result = run(cfg, prog, gap_prob=0.3, stall_prob=0.5)
+    assert result["tx_cycles"] == replay_tx_cycles(cfg, prog, result)
+
+
+@pytest.mark.parametrize("depth", VEC_DEPTHS)
+def test_vec_pipelined_mixed(depth):
+    """ADD, DOT, MASK and PASS VECs share the pipelined vector unit, each firing on the vectors
+    a STORE receives on ``rx2`` (and PASS sending them back), under back-pressure and random
+    input gaps: DOT follows ADD and PASS/MASK follow DOT (a deep multiplier makes them wait for
+    the DOT's last product), the stores meet the store engine's writes. RTL == model, and the
+    tx cycles as the closed-loop PE timing model's."""
+    rng = np.random.default_rng(50 + 5 * depth[0] + depth[1])
+    cfg = vec_cfg(depth, num_tasks=8, num_colors=8)
+    L, R, rows = cfg.lanes, 5, 2
+    prog = Program(cfg)
+    act = np.where(rng.random(8) < 0.3, 0, bf16_words(rng, 8) & 0xFFFF0000).astype(np.uint32)
+    prog.step(writes=sram_writes(0, fp32_words(rng, 16)) + sram_writes(32, bf16_words(rng, 16))
+              + sram_writes(48, act)
+              + desc_writes(cfg, 1, op=Op.VEC, vmode=VecMode.ADD, enable=1, relu=1, round=1,
+                            send=1, store=1, color=1, dep_b_en=1, dep_b=0, a_base=0, a_stride=L,
+                            b_base=128, b_stride=L, count=1, reps=R, lo=1, hi=4, dst_base=192)
+              + desc_writes(cfg, 2, op=Op.VEC, vmode=VecMode.DOT, enable=1, send=1, store=1,
+                            color=2, dep_b_en=1, dep_b=0, a_base=33, a_stride=3, b_base=128,
+                            b_stride=L, count=rows, reps=R, lo=0, hi=R, dst_base=224)
+              + desc_writes(cfg, 3, op=Op.VEC, vmode=VecMode.MASK, enable=1, round=1, send=1,
+                            color=3, dep_b_en=1, dep_b=0, a_base=48, a_stride=L, b_base=128,
+                            b_stride=L, count=1, reps=R)
+              + desc_writes(cfg, 4, op=Op.VEC, vmode=VecMode.PASS, enable=1, send=1, store=1,
+                            color=4, dep_a_en=1, dep_a=0, a_base=128, a_stride=L, count=1,
+                            reps=R, lo=0, hi=R, dst_base=240)
+              + desc_writes(cfg, 0, op=Op.STORE, enable=1, color=5, reps=R, lo=0, hi=R,
+                            dst_base=128))
+    prog.step(wavelets2=[(5, w) for w in bf16_words(rng, R * L, specials=0.1)],
+              reads=list(range(128, 256)) + status_reads(cfg))
+    assert len(prog.model.out) == R * (3 * L + rows)
+    result = run(cfg, prog, gap_prob=0.3, stall_prob=0.4)
+    assert result["tx_cycles"] == replay_tx_cycles(cfg, prog, result)
+
+
+def test_vec_pipelined_back_to_back():
+    """Pipelined, no back-pressure: a PASS whose vectors are all ready sends (and stores) vector
+    n's word j at ``t0 + n*L + j``, and so does a chain ADD whose inputs are all in: one element
+    per cycle. The cost is the model's (``L`` per vector, plus the fetch and the element
+    pipeline: ``models.pe.unit_cycles`` for one), VEC_CYCLES ``L`` per vector."""
+    rng = np.random.default_rng(41)
+    cfg = vec_cfg(lanes=4, sram_banks=4)
+    L, R = 4, 6
+    out = vec_out_cycles(cfg.mul_stages, cfg.add_stages)
+    prog = Program(cfg)
+    prog.step(writes=sram_writes(3, fp32_words(rng, R * 5))
+              + desc_writes(cfg, 3, op=Op.VEC, vmode=VecMode.PASS, enable=1, send=1, store=1,
+                            color=3, a_base=3, a_stride=5, count=1, reps=R, lo=0, hi=R, dst_base=100))
+    prog.step(wavelets2=[(1, w) for w in fp32_words(rng, R * L)],
+              writes=desc_writes(cfg, 0, op=Op.STORE, enable=1, color=1, reps=R, lo=0, hi=R,
+                                 dst_base=160))
+    prog.step(writes=desc_writes(cfg, 1, op=Op.VEC, vmode=VecMode.ADD, enable=1, send=1, color=2,
+                                 dep_b_en=1, dep_b=0, a_base=3, a_stride=5, b_base=160,
+                                 b_stride=L, count=1, reps=R),
+              reads=list(range(100, 100 + R * L)) + status_reads(cfg))
+    result = run(cfg, prog)
+    tx = result["tx_cycles"]
+    for first in (0, R * L):
+        t0 = tx[first]
+        assert tx[first:first + R * L] == [t0 + n * L + j for n in range(R) for j in range(L)]
+    assert prog.model.vec_cycles == 2 * R * L
+    assert prog.model.cycles(3) == R * L + 3 + out == unit_cycles(L, cfg.mul_stages, cfg.add_stages) + (R - 1) * L
+    assert prog.model.cycles(3) == tx[R * L - 1] - tx[0] + 1 + 3 + out
+    assert tx == replay_tx_cycles(cfg, prog, result)
+
+
+@pytest.mark.parametrize("depth", [(HW.mul_stages, HW.add_stages), (1, 4)])
+def test_vec_pipelined_dependency_to_tx_latency(depth):
+    """Pipelined: a VEC waiting on a STORE of the store engine sends vector n's first word
+    ``1 + models.pe.vec_done_to_tx_cycles(...)`` after the ``rx2`` transfer of the vector's last
+    word (the store engine writes it in the next cycle), the others right after it."""
+    rng = np.random.default_rng(42)
+    cfg = vec_cfg(depth, lanes=4, sram_banks=4)
+    L, R = 4, 4
+    prog = Program(cfg)
+    prog.step(writes=desc_writes(cfg, 1, op=Op.VEC, vmode=VecMode.PASS, enable=1, send=1, color=2,
+                                 dep_a_en=1, dep_a=0, a_base=64, a_stride=L, count=1, reps=R)
+              + desc_writes(cfg, 0, op=Op.STORE, enable=1, color=1, reps=R, lo=0, hi=R, dst_base=64))
+    for _ in range(R):          # one vector per step: each VEC finds the unit idle
+        prog.step(wavelets2=[(1, w) for w in fp32_words(rng, L)])
+    result = run(cfg, prog)
+    rx2, tx = result["rx2_cycles"], result["tx_cycles"]
+    lat = 1 + vec_done_to_tx_cycles(*depth)
+    assert lat == (depth[1] + 9 if any(depth) else DEP_TO_TX_CYCLES)
+    assert [tx[n * L] for n in range(R)] == [rx2[n * L + L - 1] + lat for n in range(R)]
+    assert all(tx[n * L + j] == tx[n * L] + j for n in range(R) for j in range(L))
+    assert tx == replay_tx_cycles(cfg, prog, result)
+
+
+@pytest.mark.parametrize("depth", [(HW.mul_stages, HW.add_stages), (4, 1)])
+def test_vec_pipelined_dot_cost(depth):
+    """Pipelined DOT: each element waits for the previous sum (``add_stages + 1`` cycles apart, the
+    summation order of the spec), words follow each other every ``models.pe.dot_word_cycles``;
+    the DOT's cost (``PeModel.cycles``) runs from its pick (the cycle after its B vector is
+    counted, and the pick's registered readiness) to the cycle its last word goes out; VEC_CYCLES
+    counts ``L`` per word."""
+    rng = np.random.default_rng(43)
+    cfg = vec_cfg(depth, lanes=4, sram_banks=4)
+    L, R, rows = 4, 2, 3
+    M, A = depth
+    prog = Program(cfg)
+    prog.step(writes=sram_writes(0, bf16_words(rng, 24, specials=0.1))
+              + desc_writes(cfg, 1, op=Op.VEC, vmode=VecMode.DOT, enable=1, send=1, store=1,
+                            color=2, dep_b_en=1, dep_b=0, a_base=1, a_stride=5, b_base=64,
+                            b_stride=L, count=rows, reps=R, lo=0, hi=R, dst_base=100)
+              + desc_writes(cfg, 0, op=Op.STORE, enable=1, color=1, reps=R, lo=0, hi=R, dst_base=64))
+    prog.step(wavelets2=[(1, w) for w in bf16_words(rng, R * L, specials=0.1)],
+              reads=list(range(100, 100 + R * rows)) + status_reads(cfg))
+    result = run(cfg, prog)
+    rx2, tx = result["rx2_cycles"], result["tx_cycles"]
+    word = dot_word_cycles(L, M, A)
+    assert word == (L - 1) * (A + 1) + 4
+    # unit 0 waits for B vector 0, unit 1 is ready by the time unit 0 ends
+    assert tx == [tx[0] + k * word for k in range(R * rows)]
+    pick = rx2[L - 1] + 2 + vec_pick_delay(M, A)     # its B vector counted at the end of rx2 + 1
+    assert tx[0] == pick + 3 + (L - 1) * (A + 1) + vec_out_cycles(M, A, dot=True) + 1
+    assert prog.model.cycles(1) == R * rows * word + vec_out_cycles(M, A, dot=True) == tx[-1] - pick
+    assert prog.model.vec_cycles == R * rows * L
+    assert tx == replay_tx_cycles(cfg, prog, result)
+
+
+def test_vec_pipelined_chain():
+    """Pipelined: STORE -> STORE and PASS -> PASS chains (each VEC on the vectors of one STORE
+    run): a chained VEC starts when the last word of its predecessor has gone out, and the
+    pick's registered readiness sees the start (and the restarted counters) a cycle later, as
+    the closed-loop model says; RTL == model."""
+    rng = np.random.default_rng(46)
+    cfg = vec_cfg((1, 2))
+    L, R = cfg.lanes, 4
+    prog = Program(cfg)
+    prog.step(writes=desc_writes(cfg, 3, op=Op.VEC, vmode=VecMode.PASS, send=1, store=1, color=3,
+                                 dep_a_en=1, dep_a=1, a_base=96, a_stride=L, count=1, reps=R,
+                                 lo=0, hi=R, dst_base=160)
+              + desc_writes(cfg, 2, op=Op.VEC, vmode=VecMode.PASS, enable=1, send=1, color=2,
+                            dep_a_en=1, dep_a=0, a_base=64, a_stride=L, count=1, reps=R, chain=1,
+                            next=3)
+              + desc_writes(cfg, 1, op=Op.STORE, color=1, reps=R, lo=0, hi=R, dst_base=96)
+              + desc_writes(cfg, 0, op=Op.STORE, enable=1, color=1, reps=R, lo=0, hi=R, dst_base=64,
+                            chain=1, next=1))
+    prog.step(wavelets2=[(1, w) for w in fp32_words(rng, 2 * R * L)],
+              reads=list(range(64, 64 + 2 * R * L)) + list(range(160, 160 + R * L)) + status_reads(cfg))
+    assert len(prog.model.out) == 2 * R * L and prog.model.done[3] == R
+    result = run(cfg, prog, gap_prob=0.2, stall_prob=0.3)
+    assert result["tx_cycles"] == replay_tx_cycles(cfg, prog, result)
+
+
+def test_vec_pipelined_store_bank_conflicts():
+    """Pipelined, 2 banks: a storing PASS runs on each vector the store engine writes while the
+    next vectors stream in on ``rx2`` at one word per cycle, so its stores meet the store
+    engine's writes to the same bank and wait; nothing is lost (RTL == model) and the waits are
+    the closed-loop model's, cycle for cycle."""
+    rng = np.random.default_rng(45)
+    cfg = vec_cfg()
+    L, R = cfg.lanes, 16
+    prog = Program(cfg)
+    prog.step(writes=desc_writes(cfg, 1, op=Op.VEC, vmode=VecMode.PASS, enable=1, send=1, store=1,
+                                 round=1, color=2, dep_a_en=1, dep_a=0, a_base=64, a_stride=L,
+                                 count=1, reps=R, lo=0, hi=R, dst_base=129)
+              + desc_writes(cfg, 0, op=Op.STORE, enable=1, color=1, reps=R, lo=0, hi=R, dst_base=64))
+    prog.step(wavelets2=[(1, w) for w in fp32_words(rng, R * L)],
+              reads=list(range(64, 64 + R * L)) + list(range(129, 129 + R * L)) + status_reads(cfg))
+    result = run(cfg, prog, stall_prob=0.1)
+    tx, waits = replay_tx_cycles(cfg, prog, result, waits=True)
+    assert result["tx_cycles"] == tx and waits > 0
+
+
+def test_vec_pipelined_store_waits_for_configuration_writes():
+    """Pipelined: a PASS storing its vectors while configuration writes to other SRAM words
+    come every cycle, and tx back-pressured: every store waits for a cycle without a
+    configuration write, nothing is lost or reordered (RTL == model)."""
+    rng = np.random.default_rng(44)
+    cfg = vec_cfg()
+    L, R = cfg.lanes, 8
+    prog = Program(cfg)
+    prog.step(writes=sram_writes(0, fp32_words(rng, R * L))
+              + desc_writes(cfg, 1, op=Op.VEC, vmode=VecMode.PASS, enable=1, send=1, store=1,
+                            relu=1, color=2, a_base=0, a_stride=L, count=1, reps=R, lo=0, hi=R,
+                            dst_base=100)
+              + sram_writes(200, fp32_words(rng, 24)),
+              reads=list(range(100, 100 + R * L)) + list(range(200, 224)) + status_reads(cfg))
+    run(cfg, prog, stall_prob=0.3)
+
+
 def test_chain():
     """FMAC -> FMAC on one color (new X, new destination), and VEC -> VEC sending the rows of
     each; every start comes from a chain."""
@@ -382,15 +648,16 @@ def fmac_rows(mem, w, *, rows, count, a_base, a_stride, lanes, group=1):
     return out
 
 
-@pytest.mark.parametrize("rows,group", [(9, 1), (7, 3)])
-def test_fmac_pipelined(rows, group):
-    """Pipelined lanes (the hardware preset's stages at tiny): rows in groups of ``acc_rows``,
-    the weights streamed in ``fmac_order`` (a short last group), odd base and stride, ``group``
-    chunks; every row equals the documented sum (ascending i from +0.0), RTL == model under
-    random input gaps."""
+@pytest.mark.parametrize("rows,group,short", [(2 * PIPE.acc_rows + 1, 1, 0), (PIPE.acc_rows + 2, 3, 0),
+                                              (PIPE.acc_rows - 2, 2, 1)])
+def test_fmac_pipelined(rows, group, short):
+    """Pipelined lanes (the hardware preset's stages at tiny): rows in groups of ``R = acc_rows``
+    (the last takes the rest when fewer than ``2R`` are left: ``2R + 1 = R + (R + 1)``, ``R + 2``
+    one group; a run of ``R - 2`` rows is one short group), the weights streamed in ``fmac_order``,
+    odd base and stride, ``group`` chunks; every row equals the documented sum (ascending i from
+    +0.0), RTL == model under random input gaps."""
     rng = np.random.default_rng(30 + rows)
     cfg, L, R = PIPE, PIPE.lanes, PIPE.acc_rows
-    assert R > 1 and rows % R
     K, stride, base, dst = 5, 3, 1, 100
     mem = bf16_words(rng, 64)
     w = bf16_words(rng, rows * K).reshape(rows, K)
@@ -402,17 +669,19 @@ def test_fmac_pipelined(rows, group):
               reads=list(range(dst, dst + rows * L)) + status_reads(cfg))
     assert list(prog.model.mem[dst:dst + rows * L]) == fmac_rows(
         mem, w, rows=rows, count=K, a_base=base, a_stride=stride, lanes=L, group=group)
-    assert prog.model.done[0] == rows and prog.model.short_groups == 1
+    assert prog.model.done[0] == rows and prog.model.short_groups == short
     run(cfg, prog, gap_prob=0.3)
 
 
-def test_fmac_pipelined_line_rate_and_stalls():
-    """Pipelined lanes at line rate: full groups take one wavelet per cycle (no stall); the short
-    last group of g rows stalls rx ``acc_rows - g`` cycles per wavelet index; the accept cycles
-    span exactly ``models.pe.fmac_cycles`` and FMAC_CYCLES counts every wavelet."""
+@pytest.mark.parametrize("rows", [2 * PIPE.acc_rows + 1, 2])
+def test_fmac_pipelined_line_rate_and_stalls(rows):
+    """Pipelined lanes at line rate: groups of at least ``acc_rows`` rows take one wavelet per
+    cycle (no stall); a run of ``g < acc_rows`` rows stalls rx ``acc_rows - g`` cycles per wavelet
+    index after the first; the accept cycles span exactly ``models.pe.fmac_cycles`` and
+    FMAC_CYCLES counts every wavelet."""
     rng = np.random.default_rng(7)
     cfg, L, R = PIPE, PIPE.lanes, PIPE.acc_rows
-    K, rows = 6, 2 * R + 1
+    K = 6
     prog = Program(cfg)
     w = bf16_words(rng, rows * K).reshape(rows, K)
     prog.step(writes=sram_writes(0, bf16_words(rng, K * L))
@@ -422,10 +691,9 @@ def test_fmac_pipelined_line_rate_and_stalls():
               reads=list(range(64, 64 + rows * L)) + status_reads(cfg))
     result = run(cfg, prog)
     rx = result["rx_cycles"]
-    full = 2 * R * K
-    assert rx[:full] == list(range(rx[0], rx[0] + full)), "full groups were not taken one per cycle"
-    assert rx[-1] - rx[0] + 1 == fmac_cycles(K, rows, R) == prog.model.cycles(0)
-    assert result["rx_ready_low"] == (K - 1) * (R - 1)
+    stalls = (K - 1) * max(R - rows, 0)
+    assert rx[-1] - rx[0] + 1 == fmac_cycles(K, rows, R) == prog.model.cycles(0) == rows * K + stalls
+    assert result["rx_ready_low"] == stalls
     fmac = result["reads"][1][rows * L + list(STATUS).index("FMAC_CYCLES")]
     assert fmac == prog.model.fmac_cycles == rows * K
 
@@ -440,7 +708,7 @@ def test_fmac_pipelined_drop_and_conflict():
     prog = Program(cfg)
     prog.step(writes=sram_writes(0, bf16_words(rng, 32))
               + desc_writes(cfg, 0, op=Op.FMAC, enable=1, color=1, a_base=0, a_stride=2, count=K,
-                            reps=R + 2, dst_base=64)
+                            reps=2 * R + 2, dst_base=64)
               + desc_writes(cfg, 1, op=Op.FMAC, enable=1, color=2, a_base=4, a_stride=2, count=2,
                             reps=2, dst_base=160))
     prog.step(wavelets=[(1, x) for x in bf16_words(rng, R * K + 3)] + [(2, 0x3F800000)],
@@ -450,7 +718,7 @@ def test_fmac_pipelined_drop_and_conflict():
               + desc_writes(cfg, 1, op=Op.FMAC, enable=1, color=2, a_base=4, a_stride=2, count=2,
                             reps=2, dst_base=160),
               wavelets=[(2, x) for x in bf16_words(rng, 4)],
-              reads=list(range(64, 64 + (R + 2) * cfg.lanes)) + list(range(160, 164)) + status_reads(cfg))
+              reads=list(range(64, 64 + (2 * R + 2) * cfg.lanes)) + list(range(160, 164)) + status_reads(cfg))
     assert prog.model.done[0] == R and prog.model.done[1] == 2
     run(cfg, prog, gap_prob=0.2)
 
@@ -634,3 +902,13 @@ def test_pe_coverage_directed_programs_on_rtl(part):
     from sim.benches.pe_coverage import directed_programs
     _, prog = directed_programs(TINY)[part]
     run(TINY, prog, gap_prob=0.2, stall_prob=0.3)
+
+
+@pytest.mark.parametrize("part", range(3))
+def test_pe_coverage_directed_programs_on_pipelined_rtl(part):
+    """The same programs at the hardware preset's stages (every operation, commit and run-time
+    fault, RANGE of each VEC access, chaining): RTL == model."""
+    from sim.benches.pe_coverage import directed_programs
+    cfg = vec_cfg()
+    _, prog = directed_programs(cfg)[part]
+    run(cfg, prog, gap_prob=0.2, stall_prob=0.3)

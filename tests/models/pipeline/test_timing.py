@@ -201,6 +201,11 @@ def test_defaults_match_the_rtl_latencies():
         assert tp.router_io_latency + hops * tp.hop_latency == zero_load_latency(hops)
     for lanes in (1, 2, 4, 16):
         assert lanes + tp.vector_overhead_cycles == unit_cycles(lanes) == tp.replace(lanes=lanes).chain_add_latency
+        # the pipelined vector unit (Config.mul_stages / add_stages): a chain hop is one isolated ADD
+        # and the pick's registered readiness
+        for ms, ads in ((2, 3), (0, 1), (4, 0)):
+            hw = tp.replace(lanes=lanes, mul_stages=ms, add_stages=ads)
+            assert hw.chain_add_latency == unit_cycles(lanes, ms, ads) + 1 == lanes + 3 + 1 + ads + 2
     for n in (1, 4, 5, 16, 17, 192):
         sx = SwarmxTiming(n, Fp32Add.LATENCY)
         assert swarmx_depth(n) * tp.swarmx_reduce_latency == sx.reduce_latency

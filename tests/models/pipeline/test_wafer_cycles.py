@@ -135,3 +135,26 @@ def test_west_stream_feeds_row():
         "routes": {(0, 0): [(1, "W", ["RAMP"]), (2, "RAMP", ["E"])]}}
     last = simulate_phase(plan, sinks={(0, 0, "E"): 4}, west_in={0: (1, 4)}, west_first=3, **ONE)
     assert last == 8 + pe.DEP_TO_TX_CYCLES + 3 + 2
+
+
+def test_pipelined_vector_unit_back_to_back():
+    # mul_stages 2, add_stages 3 (the hardware preset): the two PASS vectors of
+    # test_gradient_link_takes_the_north_output issue their elements in 3..6 and 7..10 as there;
+    # each word leaves the element pipeline add_stages + 2 = 5 cycles after its issue (8..15, into
+    # tx), transfers one later (9..16) and leaves the north output 2 later: the last in 18.
+    assert pe.vec_out_cycles(2, 3) == 5
+    assert simulate_phase(_north_sender(2), grads={0: 8}, mul_stages=2, add_stages=3, **ONE) == 18
+
+
+def test_pipelined_dot_then_pass():
+    # mul_stages 4, add_stages 1: a DOT word (4 lanes) issues its elements 2 apart (each waits
+    # for the previous sum): RUN 3, 5, 7, 9; the word leaves 4 + 1 + 3 = 8 later (17), tx 18,
+    # north output 20. The PASS after it is fetched 10..12 but its first element waits until
+    # mul_stages + 2 = 6 cycles after the DOT's last (15: it must reach the adder after the DOT's
+    # product), so it issues 15..18, leaves 18..21, tx 19..22, north output 21..24.
+    plan = {"pes": {(0, 0): {"descs": {
+        0: dict(op=Op.VEC, vmode=VecMode.DOT, enable=1, send=1, color=3, count=1, reps=1),
+        1: dict(op=Op.VEC, vmode=VecMode.PASS, enable=1, send=1, color=3, count=1, reps=1)}}},
+        "routes": {(0, 0): [(3, "RAMP", ["N"])]}}
+    assert pe.dot_word_cycles(4, 4, 1) == 3 * 2 + 4
+    assert simulate_phase(plan, grads={0: 5}, mul_stages=4, add_stages=1, **ONE) == 24
