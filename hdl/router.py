@@ -10,8 +10,10 @@ Boundary port ``p``:
     ``p_in: In(stream.Signature(Wavelet))``  wavelets into the router. ``ready`` is high when the
         virtual channel of the offered color has room (it depends on ``payload.color``): a stream
         whose head color is full waits, so one input stream is in order, as a stream must be.
-    ``p_out: Out(stream.Signature(Wavelet))``  wavelets out; a register stage (valid, payload are
-        flops; valid stays high until the transfer).
+    ``p_out: Out(stream.Signature(Wavelet))``  wavelets out; a register stage: ``valid`` is a
+        flop and stays high until the transfer; ``payload`` is decoded from flops only (the held
+        head words of the five inputs' memory copies, AND-OR by the held one-hot winning input:
+        two LUT levels after the flops, no path from any input).
     ``p_accept: In(C)``  per-color consumer mask: the router only *starts* offering a wavelet of
         color ``c`` on ``p_out`` while ``p_accept[c]`` is high. A consumer that will never take
         color ``c`` clears the bit and keeps ``ready`` high for the others: that color then waits
@@ -37,6 +39,12 @@ Timing
   Through ``h`` links: input transfer at ``t``, output offered from ``t + h + 2``.
 * One wavelet per output per cycle, sustained with ``vc_depth >= 2`` (credit loop of 2 cycles).
 * Several virtual channels of one input may leave on different outputs in the same cycle.
+
+Structure (docs/router.md#structure): per input, one memory copy per output
+(:class:`~hdl.router_parts.ChannelBuffers`); per output a
+:class:`~hdl.router_parts.RoundRobinArbiter` whose requests are flip-flops (loaded from the next
+values of the route table, the sent flags and the channel flags); an output reads its winner by
+the read address of the winner's input copy.
 
 Arbitration
 -----------
@@ -178,8 +186,14 @@ class Router(wiring.Component):
             return Signal(width, name=name, **kw)
 
         # Route table, stored per route bit: bit k of route_v[o] = VC k is routed to port o.
+        # Each register has its next value as a signal (*_next): the arbiters' request
+        # registers are computed from them.
         route_v = [vec(f"route_{names[o]}") for o in ports]
+        route_next = [vec(f"route_next_{names[o]}") for o in ports]
         sent_v = [vec(f"sent_{names[o]}") for o in ports]      # copy already sent
+        sent_next = [vec(f"sent_next_{names[o]}") for o in ports]
+        for o in ports:
+            m.d.sync += [route_v[o].eq(route_next[o]), sent_v[o].eq(sent_next[o])]
         routed = vec("routed")
         m.d.comb += routed.eq(_or_all(route_v))
         sent_any = vec("sent_any")
@@ -187,21 +201,27 @@ class Router(wiring.Component):
         # The RAMP's copy leaves on RAMP2 for the colors of the RAMP2 register: per output, the
         # channels routed to it (out_route) and the route bit whose sent flag it sets (bit_of).
         ramp2_colors = Signal(C, name="ramp2_colors")
-        to_ramp2 = vec("to_ramp2")
-        m.d.comb += to_ramp2.eq(Cat(ramp2_colors for _ in ports))
-        out_route = [route_v[o] for o in ports[:Port.RAMP]] + [route_v[Port.RAMP] & ~to_ramp2,
-                                                              route_v[Port.RAMP] & to_ramp2]
+        ramp2_next = Signal(C, name="ramp2_next")
+        m.d.sync += ramp2_colors.eq(ramp2_next)
+
+        def split(route, ramp2):
+            to_ramp2 = Cat(ramp2 for _ in ports)
+            return route[:Port.RAMP] + [route[Port.RAMP] & ~to_ramp2, route[Port.RAMP] & to_ramp2]
+        out_route = split(route_v, ramp2_colors)
+        out_route_next = split(route_next, ramp2_next)
         bit_of = ports + [Port.RAMP]
 
         # ---- virtual channels: per input port, C channel FIFOs (ChannelBuffers) ------------
-        bufs = [ChannelBuffers(C, D) for _ in ports]
+        bufs = [ChannelBuffers(C, D, len(outs)) for _ in ports]
         for i in ports:
             m.submodules[f"vc_{names[i]}"] = bufs[i]
-        heads = [b.heads.word_select(c, DATA_CTRL) for b in bufs for c in range(C)]   # by k
+        kw = bufs[0].color_width
         nonempty = vec("nonempty")
+        nonempty_next = vec("nonempty_next")
         full = vec("full")
         m.d.comb += [
             nonempty.eq(Cat(b.nonempty for b in bufs)),
+            nonempty_next.eq(Cat(b.next_nonempty for b in bufs)),
             full.eq(Cat(b.full for b in bufs)),
         ]
         cw = Shape.cast(range(D + 1)).width
@@ -209,7 +229,10 @@ class Router(wiring.Component):
 
         # ---- output eligibility per color ---------------------------------------------------
         credit = {}
-        elig = []
+        has_credit = {}
+        elig = []         # per output: the colors it can take now
+        color_ok = []     # ... the colors it could take if its register is free
+        free = []         # ... its register is free or freeing (links: always)
         for o in outs:
             out = self.port_out(o)
             e = vec(f"elig_{onames[o]}", C)
@@ -217,64 +240,103 @@ class Router(wiring.Component):
                 credit_reg = Signal(C * cw, name=f"credit_{names[o]}",
                                     init=sum(D << (c * cw) for c in range(C)))
                 credit[o] = [credit_reg[c * cw:(c + 1) * cw] for c in range(C)]
-                m.d.comb += e.eq(Cat(credit[o][c] != 0 for c in range(C)))
+                # credit != 0 per color, a flip-flop updated with the counts.
+                has_credit[o] = Signal(C, name=f"has_credit_{names[o]}", init=(1 << C) - 1)
+                m.d.comb += e.eq(has_credit[o])
+                color_ok.append(has_credit[o])
+                free.append(Const(1))
             else:
                 accept = getattr(self, f"{onames[o]}_accept")
                 m.d.comb += e.eq(Mux(~out.valid | out.ready, accept, 0))
+                color_ok.append(accept)
+                free.append(~out.valid | out.ready)
             elig.append(e)
 
         # ---- requests, round-robin grants (one RoundRobinArbiter per output) -----------------
+        # want[o] (routed here, copy not sent, non-empty) is a register in the arbiter, loaded
+        # from the next values of the route table, sent flags and channel flags.
         want = []
         grants = []
+        granting = []     # per output: some grant (from the requests, not from the grant)
+        arbs = []
         for o in outs:
-            w = vec(f"want_{onames[o]}")
-            m.d.comb += w.eq(out_route[o] & ~sent_v[bit_of[o]] & nonempty)
-            want.append(w)
-            arb = RoundRobinArbiter(N)
+            arb = RoundRobinArbiter(NUM_PORTS, C)
             m.submodules[f"arb_{onames[o]}"] = arb
-            m.d.comb += arb.req.eq(w & Cat(elig[o] for _ in ports))
+            w = vec(f"want_{onames[o]}")
+            m.d.comb += [
+                arb.next_want.eq(out_route_next[o] & ~sent_next[bit_of[o]] & nonempty_next),
+                arb.elig.eq(color_ok[o]),
+                arb.free.eq(free[o]),
+                w.eq(arb.want),
+            ]
+            want.append(w)
             grant = vec(f"grant_{onames[o]}")
             m.d.comb += grant.eq(arb.grant)
             grants.append(grant)
+            granting.append(arb.any)
+            arbs.append(arb)
 
         any_want = vec("any_want")
         rest = vec("rest")
         pop = vec("pop")
         m.d.comb += [
             any_want.eq(_or_all(want)),
-            rest.eq(_or_all([want[o] & ~grants[o] for o in outs])),
+            rest.eq(_or_all([arbs[o].denied for o in outs])),
             pop.eq(any_want & ~rest),
         ]
         bit_grants = grants[:Port.RAMP] + [grants[Port.RAMP] | grants[RAMP2]]
         for o in ports:
-            m.d.sync += sent_v[o].eq((sent_v[o] | bit_grants[o]) & ~pop)
+            m.d.comb += sent_next[o].eq((sent_v[o] | bit_grants[o]) & ~pop)
 
-        # ---- crossbar: one-hot grant AND-OR over the channel heads ---------------------------
+        # ---- crossbar: each input's copy for this output reads the channel the arbiter picks
+        # in that input (a read address: needs only that input's requests), then a one-hot
+        # AND-OR over the inputs by the winning input.
         for o in outs:
-            grant = grants[o]
+            arb = arbs[o]
             word = Signal(DATA_CTRL, name=f"xbar_{onames[o]}_word")
             color = Signal(COLOR_BITS, name=f"xbar_{onames[o]}_color")
-            m.d.comb += [
-                word.eq(and_or(grant, heads, DATA_CTRL)),
-                color.eq(onehot_index(grant, [k % C for k in range(N)], COLOR_BITS)),
-            ]
-            payload = Signal(Wavelet, name=f"xbar_{onames[o]}_payload")
-            m.d.comb += [payload.data.eq(word[:DATA_BITS]), payload.ctrl.eq(word[DATA_BITS]),
-                         payload.color.eq(color)]
+            local_color = [Signal(kw, name=f"xbar_{onames[o]}_{names[i]}_color") for i in ports]
+            for i in ports:
+                m.d.comb += [
+                    local_color[i].eq(onehot_index(arb.local[i * C:(i + 1) * C], range(C), kw)),
+                    bufs[i].read_color.word_select(o, kw).eq(local_color[i]),
+                ]
+            words = [b.read_data.word_select(o, DATA_CTRL) for b in bufs]
             out = self.port_out(o)
             if o in self._links:
-                m.d.comb += [out.valid.eq(grant != 0), out.payload.eq(payload)]
+                m.d.comb += [
+                    word.eq(and_or(arb.group, words, DATA_CTRL)),
+                    color.eq(and_or(arb.group, local_color, kw)),
+                    out.valid.eq(granting[o]),
+                    out.payload.data.eq(word[:DATA_BITS]), out.payload.ctrl.eq(word[DATA_BITS]),
+                    out.payload.color.eq(color),
+                ]
                 used = vec(f"used_{names[o]}", C)
-                m.d.comb += used.eq(_or_all([grant[i * C:(i + 1) * C] for i in ports]))
+                m.d.comb += used.eq(_or_all([grants[o][i * C:(i + 1) * C] for i in ports]))
                 for c in range(C):
-                    with m.If(out.credit[c] != used[c]):
-                        m.d.sync += credit[o][c].eq(Mux(used[c], credit[o][c] - 1,
-                                                        credit[o][c] + 1))
+                    back, n = out.credit[c], credit[o][c]
+                    with m.If(back != used[c]):
+                        m.d.sync += n.eq(Mux(used[c], n - 1, n + 1))
+                    # used implies a credit, so a credit back with a send keeps the flag set.
+                    m.d.sync += has_credit[o][c].eq(back | (has_credit[o][c] & ~(used[c] & (n == 1))))
             else:
-                with m.If(grant != 0):
-                    m.d.sync += [out.valid.eq(1), out.payload.eq(payload)]
+                # The output register holds the words of every input's copy and the winning
+                # input (one-hot); the payload is their AND-OR, decoded from flip-flops only.
+                held = [Signal(DATA_CTRL, name=f"out_{onames[o]}_{names[i]}_word") for i in ports]
+                held_group = Signal(NUM_PORTS, name=f"out_{onames[o]}_group")
+                held_color = Signal(COLOR_BITS, name=f"out_{onames[o]}_color")
+                with m.If(granting[o]):
+                    m.d.sync += [out.valid.eq(1), held_group.eq(arb.group),
+                                 held_color.eq(and_or(arb.group, local_color, kw))]
+                    m.d.sync += [held[i].eq(words[i]) for i in ports]
                 with m.Elif(out.ready):
                     m.d.sync += out.valid.eq(0)
+                m.d.comb += [
+                    word.eq(and_or(held_group, held, DATA_CTRL)),
+                    color.eq(held_color),
+                    out.payload.data.eq(word[:DATA_BITS]), out.payload.ctrl.eq(word[DATA_BITS]),
+                    out.payload.color.eq(color),
+                ]
 
         # ---- inputs: writes into the virtual channels, credits back -------------------------
         err_events = []   # (condition, code, color, port) in priority order
@@ -306,22 +368,27 @@ class Router(wiring.Component):
         is_route = Signal()
         is_error = Signal()
         sel = Signal(range(N))
+        sel_v = vec("route_sel")          # one-hot: the channel (a_port, a_color)
+        busy_v = vec("busy")              # per channel: its route may not change now
         busy = Signal()
+        route_we = vec("route_we")
         m.d.comb += [
             is_route.eq((bus.addr[ROUTE_ADDR.width:] == 0) & (a_port < NUM_PORTS) & (a_color < C)),
             is_error.eq(bus.addr == ADDR_ERROR),
             sel.eq(a_port * C + a_color),
-            busy.eq(((nonempty & routed) | sent_any).bit_select(sel, 1)),
+            sel_v.eq(Cat((a_port == k // C) & (a_color == k % C) for k in range(N))),
+            busy_v.eq((nonempty & routed) | sent_any),
+            busy.eq((busy_v & sel_v).any()),
+            route_we.eq(sel_v & ~busy_v & (bus.we & is_route & (bus.wdata[ROUTE_MASK_BITS:] == 0)
+                                           ).replicate(N)),
         ]
-        with m.If(bus.we & is_route & ~busy & (bus.wdata[ROUTE_MASK_BITS:] == 0)):
-            for o in ports:
-                m.d.sync += route_v[o].bit_select(sel, 1).eq(bus.wdata[o])
+        for o in ports:
+            m.d.comb += route_next[o].eq((route_v[o] & ~route_we) | (bus.wdata[o].replicate(N) & route_we))
         err_events.append((bus.we & is_route & busy, ErrorCode.BUSY_REWRITE, a_color, a_port))
         err_events.append((bus.we & is_route & ~busy & (bus.wdata[ROUTE_MASK_BITS:] != 0),
                            ErrorCode.BAD_ROUTE, a_color, a_port))
         is_ramp2 = bus.addr == ADDR_RAMP2
-        with m.If(bus.we & is_ramp2):
-            m.d.sync += ramp2_colors.eq(bus.wdata[:C])
+        m.d.comb += ramp2_next.eq(Mux(bus.we & is_ramp2, bus.wdata[:C], ramp2_colors))
         err_events.append((bus.we & ~is_route & ~is_error & ~is_ramp2, ErrorCode.BAD_ADDR, 0, 0))
 
         err_flag = Signal()
@@ -358,18 +425,21 @@ class Router(wiring.Component):
                 with m.If(bus.addr == ADDR_OUT_BLOCKED + o):
                     m.d.sync += bus.rdata.eq(~elig[o])
         if active(platform):
-            self._formal(m, platform, route_v=route_v, sent_v=sent_v, nonempty=nonempty, count=count,
-                         want=want, elig=elig, grants=grants, pop=pop, credit=credit,
-                         out_route=out_route, bit_grants=bit_grants)
+            self._formal(m, platform, route_v=route_v, sent_v=sent_v, nonempty=nonempty, full=full,
+                         count=count, want=want, elig=elig, grants=grants, granting=granting, pop=pop,
+                         credit=credit, has_credit=has_credit, out_route=out_route,
+                         bit_grants=bit_grants, bit_of=bit_of)
         return m
 
     # ---- formal properties (docs/verification.md#formal) ------------------------------------
-    def _formal(self, m, platform, *, route_v, sent_v, nonempty, count, want, elig, grants, pop, credit,
-                out_route, bit_grants):
+    def _formal(self, m, platform, *, route_v, sent_v, nonempty, full, count, want, elig, grants,
+                granting, pop, credit, has_credit, out_route, bit_grants, bit_of):
         """Stream rules at boundary ports; credits within ``0..vc_depth`` on both sides of a link;
-        channels within their depth; an output grants only a requesting channel, at most one;
-        a multicast head leaves once per routed output and is popped exactly once, after its
-        last copy. At the top, a link's neighbour is assumed to keep the credit protocol."""
+        channels within their depth; the registered flags and requests equal what they stand for
+        (``nonempty``, ``full``, credit ``!= 0``, ``want``, ``any``); an output grants only a
+        requesting channel, at most one; a multicast head leaves once per routed output and is
+        popped exactly once, after its last copy. At the top, a link's neighbour is assumed to
+        keep the credit protocol."""
         f = Properties(m, platform, self)
         C, D = self._cfg.num_colors, self._cfg.vc_depth
         ports = list(Port)
@@ -390,13 +460,17 @@ class Router(wiring.Component):
                     away = f.counter(f"{n}_out_outstanding{c}", 8, sent, out.credit[c])
                     f.rule(f"{n}_out_credit_for_sent_word{c}", ~out.credit[c] | (away != 0) | sent)
                     f.check(f"{n}_out_credit_within_depth{c}", credit[p][c] <= D)
+                    f.check(f"{n}_out_credit_flag{c}", has_credit[p][c] == (credit[p][c] != 0))
                     f.check(f"{n}_out_credit_balance{c}", credit[p][c] + away == D)
                     f.cover(f"{n}_out_no_credit{c}", credit[p][c] == 0)
             else:
                 f.input_stream(inp, f"{n}_in")
                 f.output_stream(out, f"{n}_out")
             for c in range(C):
+                k = p * C + c
                 f.check(f"{n}_vc{c}_within_depth", count[p][c] <= D)
+                f.check(f"{n}_vc{c}_flags", (nonempty[k] == (count[p][c] != 0)) &
+                        (full[k] == (count[p][c] == D)))
             f.cover(f"{n}_vc_full", Cat(count[p][c] == D for c in range(C)).any())
         f.output_stream(self.ramp2_out, "ramp2_out")
         N = len(ports) * C
@@ -406,6 +480,8 @@ class Router(wiring.Component):
             f.check(f"{n}_grant_requested", (g & ~req) == 0)
             f.check(f"{n}_grant_one_hot", (g & (g - 1)[:N]) == 0)
             f.check(f"{n}_grant_routed_here", (g & ~out_route[o]) == 0)
+            f.check(f"{n}_granting", granting[o] == (g != 0))
+            f.check(f"{n}_want_registered", want[o] == (out_route[o] & ~sent_v[bit_of[o]] & nonempty))
         for o in ports:
             n = names[o]
             f.check(f"{n}_copy_sent_once", (bit_grants[o] & sent_v[o]) == 0)
