@@ -41,9 +41,9 @@ saying so, when they are not on PATH):
    reported Fmax of ``clk`` is the figure. The wrapper's paths are register to register and
    shallow (at most 2 LUT levels each), so the top's own paths set the Fmax.
 
-Entries of one device whose Verilog is byte-identical (e.g. ``pe_core_hw`` while the RTL ignores
-the stage fields) are run once and reported ``same as`` the first. Results: tables printed,
-``build/synth/synth.json`` (a partial run updates its entries only); logs and netlists in
+Entries of one device whose Verilog is byte-identical are run once and reported ``same as`` the
+first. Results: tables printed, ``build/synth/synth.json`` (a partial run updates its entries
+only); logs and netlists in
 ``build/synth/<device>/<entry>/``. A step that exceeds ``--timeout`` seconds (nextpnr:
 ``--pnr-timeout``, default the same) is reported as ``timeout``; an ECP5 place and route that
 times out still reports the area and fit of its packing.
@@ -87,12 +87,11 @@ class Entry:
 
 
 def hardware_stages():
-    """``mul_stages`` and ``add_stages`` of the preset ``hardware`` (the PE's pipelined fp units),
-    or ``{}`` on a tree whose configuration has no such fields."""
+    """``mul_stages`` and ``add_stages`` of the preset ``hardware`` (the PE's pipelined fp units)."""
     from hdl.config import PRESETS
 
-    hw = PRESETS.get("hardware")
-    return {k: getattr(hw, k) for k in ("mul_stages", "add_stages") if hasattr(hw, k)}
+    hw = PRESETS["hardware"]
+    return {"mul_stages": hw.mul_stages, "add_stages": hw.add_stages}
 
 
 ICE40_ENTRIES = [
@@ -142,13 +141,8 @@ def ecp5_entries():
 
 
 def entries(device):
-    """The entries of ``device`` whose configuration this tree accepts (so the flow also runs on
-    older trees)."""
-    from hdl.config import Config
-
-    fields = set(Config().as_dict())
-    found = ecp5_entries() if device == "ecp5" else ICE40_ENTRIES
-    return [e for e in found if set(e.changes) <= fields and (e.changes or not e.name.endswith("_hw"))]
+    """The entries of ``device``."""
+    return ecp5_entries() if device == "ecp5" else ICE40_ENTRIES
 
 
 def _run(cmd, log, timeout, cwd=None):
@@ -360,7 +354,7 @@ def _base_result(device, e):
     return {"device": device, "entry": e.name, "top": e.top, "preset": e.preset, "changes": e.changes,
             "config": {k: getattr(cfg, k) for k in ("num_colors", "vc_depth", "lanes", "sram_words",
                                                       "sram_banks", "mesh_rows", "mesh_cols", "mul_stages",
-                                                      "add_stages") if hasattr(cfg, k)}}
+                                                      "add_stages")}}
 
 
 def synth_entry(e, verilog, timeout, folder, pnr_timeout=None):
