@@ -1,10 +1,10 @@
 """Amaranth side of :class:`arch.layout.BitLayout`: the RTL builds its structs and status words
 from the arch layouts, so each bit layout is defined once (in ``arch``)."""
 
-from amaranth import Cat, Const, Value
+from amaranth import Array, Cat, Const, Value
 from amaranth.lib import data
 
-__all__ = ["struct_layout", "cat_fields"]
+__all__ = ["struct_layout", "cat_fields", "as_array"]
 
 
 def struct_layout(layout):
@@ -24,3 +24,9 @@ def cat_fields(layout, **values):
     if values:
         raise ValueError(f"unknown {layout.name} field(s) {', '.join(values)}")
     return Cat(*parts)
+
+
+def as_array(view):
+    """The elements of the array view ``view`` as an ``Array``: indexed by a signal it is a
+    multiplexer, where a view's own part select can cost a multiplier of the index."""
+    return Array(view[i] for i in range(len(view)))

@@ -179,21 +179,19 @@ class PeCore(wiring.Component):
             m.d.sync += pack.eq(bus.wdata[0])
 
         # ---- the table's state to the engines, their steps back ------------------------------
-        for name in ("desc", "active", "in_range", "cnt", "aptr", "dptr"):
+        for name in ("desc", "active", "in_range", "aptr", "dptr"):
             m.d.comb += [getattr(weng, name).eq(getattr(table, name)),
                          getattr(vec, name).eq(getattr(table, name))]
-        for name in ("desc", "active", "in_range", "pos", "cnt", "dptr"):
+        for name in ("pos", "sub", "restart", "unit_end", "sweep_end", "past", "saddr"):
+            m.d.comb += getattr(weng, name).eq(getattr(table, name))
+        for name in ("desc", "active", "in_range", "unit_end", "past", "saddr"):
             m.d.comb += getattr(seng, name).eq(getattr(table, name))
-        m.d.comb += [weng.pos.eq(table.pos), weng.sub.eq(table.sub), weng.restart.eq(table.restart),
-                     vec.done.eq(table.done), vec.bptr.eq(table.bptr), vec.restart.eq(table.restart),
-                     seng.w_step.eq(weng.step), seng.w_t.eq(weng.t)]
+        m.d.comb += [vec.cnt.eq(table.cnt), vec.done.eq(table.done), vec.bptr.eq(table.bptr),
+                     vec.restart.eq(table.restart), seng.w_step.eq(weng.step)]
         m.d.comb += [
-            table.w_step.eq(weng.step), table.w_t.eq(weng.t), table.w_unit_end.eq(weng.unit_end),
-            table.w_sweep_end.eq(weng.sweep_end),
-            table.w_run_end.eq(weng.run_end), table.w_stop.eq(weng.stop),
+            table.w_step.eq(weng.step), table.w_stop.eq(weng.stop),
             table.w_inc.eq(weng.inc), table.w_inc_t.eq(weng.inc_t),
-            table.s_step.eq(seng.step), table.s_t.eq(seng.t), table.s_unit_end.eq(seng.unit_end),
-            table.s_run_end.eq(seng.run_end), table.s_stop.eq(seng.stop),
+            table.s_step.eq(seng.step), table.s_stop.eq(seng.stop),
             table.s_inc.eq(seng.inc), table.s_inc_t.eq(seng.inc_t),
             table.v_unit.eq(vec.unit), table.v_t.eq(vec.t), table.v_run_end.eq(vec.run_end),
             table.v_issue.eq(vec.issue), table.v_issue_t.eq(vec.issue_t),

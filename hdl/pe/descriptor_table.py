@@ -7,7 +7,7 @@ FMAC/STORE unit counted one cycle after its last wavelet, in stage 1), the runni
 addresses ``aptr`` (FMAC: the operand row of the next wavelet; VEC: A of unit ``cnt``), ``bptr`` (VEC:
 B of unit ``cnt``), ``dptr`` (the destination of unit ``cnt``: FMAC ``dst_base + cnt*L``, STORE and
 VEC ``dst_base + (cnt - lo)*U`` once ``cnt >= lo``; a transposed STORE, ``b_stride`` set, ``U = 1``,
-its words at ``dptr + pos*b_stride``, :func:`store_offset`), and ``in_range`` (``lo <= cnt < hi``).
+its words at ``dptr + pos*b_stride``, ``arch.pe_map.store_addr``), and ``in_range`` (``lo <= cnt < hi``).
 Running addresses are 17 bits so an address past a 16-bit SRAM is seen, not wrapped. ``group``
 (0 counts as 1) takes units in groups: an FMAC row ``n`` reads its operands from ``a_base + (n mod
 group)*L`` on (a row per L-word chunk, the chunks again for the next group), a VEC unit ``n``
@@ -20,10 +20,17 @@ Ports:
   ``rdata`` (combinational) is that word; ``commit_fault`` the fault code of this cycle's commit
   (0: none or legal); ``stop_all`` stops every descriptor as a write to it would (words and
   ``done`` counters kept, not legal until committed again).
-* wavelet engine: ``w_step`` (a wavelet of ``w_t`` was taken), ``w_unit_end``, ``w_run_end``,
-  ``w_stop`` (``w_t`` stops on a fault), ``w_inc``/``w_inc_t`` (stage 1: ``done[w_inc_t] += 1``).
-* store engine (``rx2``): ``s_step``, ``s_t``, ``s_unit_end``, ``s_run_end``, ``s_stop``,
-  ``s_inc``/``s_inc_t``, the same for a STORE descriptor (never the one ``w_t`` steps in the cycle).
+* the next step of each descriptor, from its state alone (so the engines' stage 0 only picks
+  the descriptor and never waits on this arithmetic): ``unit_end[t]`` (FMAC: the row's last
+  wavelet, ``pos + 1 == count``; STORE: the vector's last word), ``run_end[t]`` (and the run's
+  last unit), ``sweep_end[t]`` (FMAC: a wavelet of its group's last row), ``past[t]`` (the step
+  would run past the end of SRAM: the FMAC operand vector or, at a row's end, its destination; a
+  STORE word in range), ``saddr[t]`` (a STORE's word address, ``dptr + pos*b_stride`` or ``dptr +
+  pos``: a register that follows it).
+* wavelet engine: ``w_step[t]`` (a wavelet of ``t`` was taken; one bit at most), ``w_stop[t]``
+  (``t`` stops on a fault), ``w_inc``/``w_inc_t`` (the write stage: ``done[w_inc_t] += 1``).
+* store engine (``rx2``): ``s_step``, ``s_stop``, ``s_inc``/``s_inc_t``, the same for a STORE
+  descriptor (never the one ``w_step`` steps in the cycle).
 * vector unit: ``v_issue`` (the operands of unit ``cnt`` of ``v_issue_t`` were fetched: the count
   and running addresses advance), ``v_unit`` (a unit of ``v_t`` is done: ``done`` counts it),
   ``v_run_end`` (it was the last), ``v_stop`` (``v_stop_t`` stops on a fault).
@@ -44,7 +51,7 @@ from arch.wavelet import MAX_COLORS
 
 from ..layouts import struct_layout
 
-__all__ = ["DescriptorTable", "Descriptor", "PTR_BITS", "state_shapes", "store_offset"]
+__all__ = ["DescriptorTable", "Descriptor", "PTR_BITS", "state_shapes"]
 
 # One task descriptor (arch.pe_map.DESCRIPTOR, DESC_WORDS configuration words).
 Descriptor = struct_layout(DESCRIPTOR)
@@ -52,13 +59,12 @@ PTR_BITS = 17
 SUB_BITS = 4            # an FMAC row's index in its group (< arch.pe_map.acc_slots <= 9)
 
 
-def store_offset(d, pos, lanes):
-    """Offset from ``dptr`` of word ``pos`` (``< lanes``) of a STORE unit of descriptor ``d``:
-    ``pos``, or ``pos * b_stride`` for a transposed STORE (``arch.pe_map.store_addr``), as
-    ``ceil(log2(lanes))`` shifted adds (no multiplier: ``pos < lanes``)."""
-    bits = max(1, (lanes - 1).bit_length())
-    product = sum(Mux(pos[i], d.b_stride << i, 0) for i in range(bits))
-    return Mux(d.b_stride == 0, pos, product)
+def _or_all(values):
+    """The OR of ``values`` (0 when there are none)."""
+    out = Const(0)
+    for v in values:
+        out = out | v
+    return out
 
 
 def state_shapes(cfg, *names):
@@ -66,6 +72,8 @@ def state_shapes(cfg, *names):
     the engines' matching inputs."""
     T = cfg.num_tasks
     shapes = {"desc": data.ArrayLayout(Descriptor, T), "active": T, "in_range": T, "restart": T,
+              "unit_end": T, "run_end": T, "sweep_end": T, "past": T,
+              "saddr": data.ArrayLayout(PTR_BITS + 2, T),
               "pos": data.ArrayLayout(16, T), "sub": data.ArrayLayout(SUB_BITS, T),
               "cnt": data.ArrayLayout(16, T),
               "done": data.ArrayLayout(16, T), "aptr": data.ArrayLayout(PTR_BITS, T),
@@ -82,10 +90,8 @@ class DescriptorTable(wiring.Component):
             "we": In(1), "index": In(idx), "word": In(3), "wdata": In(WORD_BITS), "stop_all": In(1),
             "rdata": Out(WORD_BITS), "commit_fault": Out(FAULT_STATUS.field_width("code")),
             **{name: Out(shape) for name, shape in state_shapes(cfg).items()},
-            "w_step": In(1), "w_t": In(idx), "w_unit_end": In(1), "w_sweep_end": In(1), "w_run_end": In(1),
-            "w_stop": In(1), "w_inc": In(1), "w_inc_t": In(idx),
-            "s_step": In(1), "s_t": In(idx), "s_unit_end": In(1), "s_run_end": In(1),
-            "s_stop": In(1), "s_inc": In(1), "s_inc_t": In(idx),
+            "w_step": In(T), "w_stop": In(T), "w_inc": In(1), "w_inc_t": In(idx),
+            "s_step": In(T), "s_stop": In(T), "s_inc": In(1), "s_inc_t": In(idx),
             "v_unit": In(1), "v_t": In(idx), "v_run_end": In(1),
             "v_issue": In(1), "v_issue_t": In(idx), "v_stop": In(1), "v_stop_t": In(idx),
         })
@@ -93,7 +99,7 @@ class DescriptorTable(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self._cfg
-        L, T = cfg.lanes, cfg.num_tasks
+        L, S, T = cfg.lanes, cfg.sram_words, cfg.num_tasks
         desc = self.desc
 
         # ---- configuration writes and commit -------------------------------------------------
@@ -117,6 +123,23 @@ class DescriptorTable(wiring.Component):
         m.d.comb += self.commit_fault.eq(Mux(commit, code, 0))
         commit_start = commit & (code == 0) & (cand.op != Op.NOP) & cand.enable
 
+        # ---- the next step's flags, per descriptor from its own state -----------------------
+        R = cfg.acc_rows
+        for t in range(T):
+            d, pos, cnt = desc[t], self.pos[t], self.cnt[t]
+            is_f = d.op == Op.FMAC
+            last_unit = cnt + 1 == d.reps
+            m.d.comb += [
+                self.in_range[t].eq((cnt >= d.lo) & (cnt < d.hi)),
+                self.unit_end[t].eq(Mux(is_f, pos + 1 == d.count, pos == L - 1)),
+                self.run_end[t].eq(self.unit_end[t] & last_unit),
+                # the group's last row: its last row of the run, or row R - 1 unless the rows after
+                # the group's first R are fewer than R (then they join it: fmac_group_rows)
+                self.sweep_end[t].eq(last_unit | ((self.sub[t] == R - 1) & (cnt + (R + 1) <= d.reps))),
+                self.past[t].eq(Mux(is_f, (self.aptr[t] + L > S) | (self.unit_end[t] & (self.dptr[t] + L > S)),
+                                    self.in_range[t] & (self.saddr[t] >= S))),
+            ]
+
         # ---- run state -------------------------------------------------------------------------
         legal = Signal(T)
         rep = [Signal(16, name=f"rep{t}") for t in range(T)]            # unit within its group
@@ -126,69 +149,78 @@ class DescriptorTable(wiring.Component):
         # i*a_stride of the current wavelet index.
         g_cnt, g_rep = Signal(16), Signal(16)
         g_rbase, g_dptr, g_ioff = Signal(PTR_BITS), Signal(PTR_BITS), Signal(PTR_BITS)
-        wd, sd, vd = desc[self.w_t], desc[self.s_t], desc[self.v_t]
-        w_chain = self.w_run_end & wd.chain
-        s_chain = self.s_run_end & sd.chain
-        v_chain = self.v_run_end & vd.chain
+        ends = (self.w_step | self.s_step) & self.run_end          # a run ends (one-hot per engine)
+        v_ends = Cat(self.v_run_end & (self.v_t == t) for t in range(T))
+        is_fmac = Cat(desc[t].op == Op.FMAC for t in range(T))
+        first = Cat((self.pos[t] == 0) & (self.sub[t] == 0) for t in range(T))
+
+        def picked(values):
+            """``values[t]`` of the descriptor the wavelet engine steps (0 if none): an AND-OR."""
+            return _or_all([Mux(self.w_step[t], values[t], 0) for t in range(T)])
+
+        # The group registers follow the FMAC descriptor the wavelet engine steps. Every value is
+        # computed per descriptor from its state, and the step only picks one (stage-0 timing).
+        ioff = [Mux(first[t], 0, g_ioff) for t in range(T)]   # i*a_stride of its next wavelet
+        w_fmac = (self.w_step & is_fmac).any()
+        with m.If(w_fmac & (self.w_step & first).any()):
+            m.d.sync += [g_cnt.eq(picked(self.cnt)), g_rep.eq(picked(rep)), g_rbase.eq(picked(rbase)),
+                         g_dptr.eq(picked(self.dptr))]
+        with m.If(w_fmac):
+            m.d.sync += g_ioff.eq(picked([Mux(~self.sweep_end[t], ioff[t],
+                                              Mux(~self.unit_end[t], ioff[t] + desc[t].a_stride, g_ioff))
+                                          for t in range(T)]))
+
         for t in range(T):
             d = desc[t]
             pos, cnt, done = self.pos[t], self.cnt[t], self.done[t]
             aptr, bptr, dptr = self.aptr[t], self.bptr[t], self.dptr[t]
-            m.d.comb += self.in_range[t].eq((cnt >= d.lo) & (cnt < d.hi))
             written = (self.we & (self.index == t)) | self.stop_all
             with m.If(written):
                 m.d.sync += legal[t].eq(commit & ~self.stop_all & (code == 0) & (cand.op != Op.NOP))
-            start = (((w_chain & (wd.next == t)) | (s_chain & (sd.next == t)) | (v_chain & (vd.next == t)))
-                     & legal[t]
+            chained = _or_all([(ends[u] | v_ends[u]) & desc[u].chain & (desc[u].next == t)
+                               for u in range(T) if u != t])
+            start = ((chained & legal[t])
                      | (commit_start & (self.index == t) & ~self.stop_all))
-            w_here = self.w_t == t
-            s_here = self.s_t == t
             v_here = self.v_t == t
-            stop = (((self.w_run_end | self.w_stop) & w_here) | ((self.s_run_end | self.s_stop) & s_here)
+            stop = (ends[t] | self.w_stop[t] | self.s_stop[t]
                     | (self.v_run_end & v_here) | (self.v_stop & (self.v_stop_t == t)) | written)
-            w_step = self.w_step & w_here
-            unit_end = Mux(w_step, self.w_unit_end, self.s_unit_end)
+            w_step = self.w_step[t]
+            unit_end = self.unit_end[t]
             m.d.comb += self.restart[t].eq(start | written)
             group_end = rep[t] + 1 >= d.group
             with m.If(start):
                 m.d.sync += [self.active[t].eq(1), pos.eq(0), self.sub[t].eq(0), cnt.eq(0), done.eq(0),
                              rep[t].eq(0),
                              aptr.eq(d.a_base), bptr.eq(d.b_base), dptr.eq(d.dst_base),
-                             rbase[t].eq(d.a_base)]
+                             rbase[t].eq(d.a_base), self.saddr[t].eq(d.dst_base)]
             with m.Else():
                 with m.If(stop):
                     m.d.sync += self.active[t].eq(0)
                 next_row = Mux(group_end, d.a_base, rbase[t] + L)      # operands of row cnt + 1
-                with m.If(w_step & (d.op == Op.FMAC)):
+                with m.If(w_step & is_fmac[t]):
                     # FMAC rows in groups (docs/pe.md#fmac-pipeline): the next row of the group, or the
                     # group's first row at the next wavelet index, or the next group.
-                    first = (pos == 0) & (self.sub[t] == 0)
-                    ioff = Mux(first, 0, g_ioff)
-                    with m.If(first):
-                        m.d.sync += [g_cnt.eq(cnt), g_rep.eq(rep[t]), g_rbase.eq(rbase[t]),
-                                     g_dptr.eq(dptr)]
-                    with m.If(~self.w_sweep_end):
+                    with m.If(~self.sweep_end[t]):
                         m.d.sync += [self.sub[t].eq(self.sub[t] + 1), cnt.eq(cnt + 1),
                                      rep[t].eq(Mux(group_end, 0, rep[t] + 1)), rbase[t].eq(next_row),
-                                     aptr.eq(next_row + ioff), dptr.eq(dptr + L), g_ioff.eq(ioff)]
-                    with m.Elif(~self.w_unit_end):
+                                     aptr.eq(next_row + ioff[t]), dptr.eq(dptr + L)]
+                    with m.Elif(~unit_end):
                         m.d.sync += [self.sub[t].eq(0), pos.eq(pos + 1),
-                                     cnt.eq(Mux(first, cnt, g_cnt)), rep[t].eq(Mux(first, rep[t], g_rep)),
-                                     rbase[t].eq(Mux(first, rbase[t], g_rbase)),
-                                     dptr.eq(Mux(first, dptr, g_dptr)),
-                                     aptr.eq(Mux(first, rbase[t], g_rbase) + ioff + d.a_stride),
-                                     g_ioff.eq(ioff + d.a_stride)]
+                                     cnt.eq(Mux(first[t], cnt, g_cnt)), rep[t].eq(Mux(first[t], rep[t], g_rep)),
+                                     rbase[t].eq(Mux(first[t], rbase[t], g_rbase)),
+                                     dptr.eq(Mux(first[t], dptr, g_dptr)),
+                                     aptr.eq(Mux(first[t], rbase[t], g_rbase) + ioff[t] + d.a_stride)]
                     with m.Else():
                         m.d.sync += [self.sub[t].eq(0), pos.eq(0), cnt.eq(cnt + 1),
                                      rep[t].eq(Mux(group_end, 0, rep[t] + 1)), rbase[t].eq(next_row),
                                      aptr.eq(next_row), dptr.eq(dptr + L)]
-                with m.Elif(w_step | (self.s_step & s_here)):
-                    # STORE: word pos of vector cnt
-                    m.d.sync += pos.eq(Mux(unit_end, 0, pos + 1))
+                with m.Elif(w_step | self.s_step[t]):
+                    # STORE: word pos of vector cnt (saddr follows it)
+                    m.d.sync += [pos.eq(Mux(unit_end, 0, pos + 1)),
+                                 self.saddr[t].eq(self.saddr[t] + Mux(d.b_stride == 0, 1, d.b_stride))]
                     with m.If(unit_end):
-                        m.d.sync += cnt.eq(cnt + 1)
-                        with m.If(self.in_range[t]):
-                            m.d.sync += dptr.eq(dptr + Mux(d.b_stride == 0, L, 1))
+                        next_dptr = dptr + Mux(self.in_range[t], Mux(d.b_stride == 0, L, 1), 0)
+                        m.d.sync += [cnt.eq(cnt + 1), dptr.eq(next_dptr), self.saddr[t].eq(next_dptr)]
                 with m.If(self.v_issue & (self.v_issue_t == t)):
                     unit = Mux(d.vmode == VecMode.DOT, d.count, L)
                     m.d.sync += [cnt.eq(cnt + 1), bptr.eq(bptr + d.b_stride),

@@ -66,11 +66,11 @@ class PeSram(wiring.Component):
         row_lo, row_hi = split(self.row_addr)
         store_lo, store_hi = split(self.store_addr)
         word_lo, word_hi = split(self.word_addr)
-        addr2 = Signal(17)
-        m.d.comb += addr2.eq(self.word_addr + 1)
-        pair_lo, pair_hi = split(addr2)
+        # the pair's word word_addr + 1: the next bank, on the next line after the last bank
+        pair_lo = (word_lo + 1)[:lb] if lb else Const(0, 1)
+        pair_hi = word_hi + (word_lo == NB - 1)
         pair_en = Signal()      # (not from word_en: a store's word_en waits on word_blocked)
-        m.d.comb += pair_en.eq(self.word_pair & (addr2 < S))
+        m.d.comb += pair_en.eq(self.word_pair & (self.word_addr != S - 1))
         mask = Cat(self.row_mask, Const(0, NB - L)) if NB > L else self.row_mask
         row_en = Signal(NB)
         store_en = Signal(NB)       # per bank: the store writes it

@@ -6,8 +6,9 @@ a cycle of the FMAC lanes.
 Stage 0 (the cycle of the ``rx2`` transfer): match the color among the active STORE descriptors,
 check (faults ``UNBOUND``: no active STORE on the color, ``DUP_COLOR``: two, or the wavelet engine
 steps the same descriptor in this cycle; ``RANGE``; in that order, the wavelet is dropped), step
-the descriptor (``step``, ``unit_end``, ``run_end``, ``stop`` to the table). Stage 1 (the next
-cycle): write the word (``wr_*``) when it is in the index range, and count the unit (``inc``).
+the descriptor (``step[t]``, or ``stop[t]`` on ``RANGE``, to the table, which computed the step's
+flags and word address beforehand: ``unit_end``, ``past``, ``saddr``). Stage 1 (the next cycle):
+write the word (``wr_*``) when it is in the index range, and count the unit (``inc``).
 
 A stage-1 write whose bank the wavelet engine writes in the same cycle (``wr_blocked``) waits a
 cycle, and so does ``rx2``: ``rx2.ready`` is low exactly in the cycles stage 1 waits (it depends
@@ -21,8 +22,9 @@ from amaranth.lib.wiring import In, Out
 
 from arch.pe_map import FAULT_STATUS, Fault, Op
 
+from ..layouts import as_array
 from ..wavelet import Wavelet
-from .descriptor_table import PTR_BITS, state_shapes, store_offset
+from .descriptor_table import state_shapes
 
 __all__ = ["StoreEngine"]
 
@@ -30,13 +32,14 @@ __all__ = ["StoreEngine"]
 class StoreEngine(wiring.Component):
     def __init__(self, cfg):
         self._cfg = cfg
-        idx = range(max(cfg.num_tasks, 2))
-        state = state_shapes(cfg, "desc", "active", "in_range", "pos", "cnt", "dptr")
+        T = cfg.num_tasks
+        idx = range(max(T, 2))
+        state = state_shapes(cfg, "desc", "active", "in_range", "unit_end", "past", "saddr")
         super().__init__({
             "rx2": In(stream.Signature(Wavelet)),
             **{name: In(shape) for name, shape in state.items()},
-            "w_step": In(1), "w_t": In(idx),
-            "step": Out(1), "t": Out(idx), "unit_end": Out(1), "run_end": Out(1), "stop": Out(1),
+            "w_step": In(T),
+            "step": Out(T), "stop": Out(T),
             "inc": Out(1), "inc_t": Out(idx),
             "wr_addr": Out(16), "wr_data": Out(32), "wr_en": Out(1), "wr_blocked": In(1),
             "fault": Out(1), "fault_code": Out(FAULT_STATUS.field_width("code")),
@@ -46,7 +49,7 @@ class StoreEngine(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self._cfg
-        L, S, T = cfg.lanes, cfg.sram_words, cfg.num_tasks
+        T = cfg.num_tasks
 
         # ---- stage 1: the word waiting to be written ----------------------------------------
         s1_full, s1_write, s1_unit_end = Signal(), Signal(), Signal()
@@ -69,23 +72,19 @@ class StoreEngine(wiring.Component):
         match = Signal(T)
         m.d.comb += match.eq(Cat(self.active[t] & (self.desc[t].op == Op.STORE)
                                  & (self.desc[t].color == color) for t in range(T)))
-        sel = self.t
+        sel = Signal(range(max(T, 2)))
         for t in reversed(range(T)):
             with m.If(match[t]):
                 m.d.comb += sel.eq(t)
-        dup = (match & (match - 1)).any() | (self.w_step & (self.w_t == sel))
-        d = self.desc[sel]
-        pos, n, dptr = self.pos[sel], self.cnt[sel], self.dptr[sel]
-        in_range = self.in_range.bit_select(sel, 1)
-        word = Signal(PTR_BITS + 2)
-        m.d.comb += word.eq(dptr + store_offset(d, pos, L))
-        past = in_range & (word >= S)
+        dup = (match & (match - 1)).any() | (self.w_step & match).any()
+        in_range = (match & self.in_range).any()
+        unit_end = (match & self.unit_end).any()
+        past = (match & self.past).any()
+        word = as_array(self.saddr)[sel]
         taken = fire & match.any() & ~dup
         m.d.comb += [
-            self.unit_end.eq(pos == L - 1),
-            self.step.eq(taken & ~past),
-            self.stop.eq(taken & past),
-            self.run_end.eq(self.step & self.unit_end & (n + 1 == d.reps)),
+            self.step.eq(Mux(taken, match & ~self.past, 0)),
+            self.stop.eq(Mux(taken, match & self.past, 0)),
         ]
         with m.If(fire):
             m.d.comb += self.fault.eq(~match.any() | dup | past)
@@ -98,9 +97,9 @@ class StoreEngine(wiring.Component):
 
         with m.If(~wait):
             m.d.sync += [
-                s1_full.eq(self.step),
+                s1_full.eq(self.step.any()),
                 s1_write.eq(in_range),
-                s1_unit_end.eq(self.unit_end),
+                s1_unit_end.eq(unit_end),
                 s1_t.eq(sel),
                 s1_addr.eq(Mux(in_range, word, 0)),
                 s1_data.eq(self.rx2.payload.data),

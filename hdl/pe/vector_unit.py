@@ -62,6 +62,7 @@ from arch.wavelet import COLOR_BITS
 
 from ..fp.bf16_mul import Bf16MulCore
 from ..fp.fp32_add import Fp32AddCore
+from ..layouts import as_array
 from ..wavelet import Wavelet
 from .descriptor_table import PTR_BITS, state_shapes
 
@@ -93,7 +94,8 @@ class VectorUnit(wiring.Component):
         L, S, T = cfg.lanes, cfg.sram_words, cfg.num_tasks
         M, A = cfg.mul_stages, cfg.add_stages
         piped = bool(M or A)
-        desc = self.desc
+        desc = as_array(self.desc)
+        aptr_a, bptr_a, dptr_a, cnt_a = (as_array(v) for v in (self.aptr, self.bptr, self.dptr, self.cnt))
         idx = range(max(T, 2))
 
         done = Array([self.done[t] for t in range(T)] + [Const(0, 16)] * (MAX_TASKS - T))
@@ -146,12 +148,12 @@ class VectorUnit(wiring.Component):
         fd = desc[fcur]
         f_dot = fd.vmode == VecMode.DOT
         f_unit = Mux(f_dot, fd.count, L)
-        a_first = Mux(f_dot, fd.a_base, self.aptr[fcur])
+        a_first = Mux(f_dot, fd.a_base, aptr_a[fcur])
         first_past = Signal()
         m.d.comb += first_past.eq((a_first + L > S)
-                                  | ((fd.vmode != VecMode.PASS) & (self.bptr[fcur] + L > S))
+                                  | ((fd.vmode != VecMode.PASS) & (bptr_a[fcur] + L > S))
                                   | (fd.store & self.in_range.bit_select(fcur, 1)
-                                     & (self.dptr[fcur] + f_unit > S)))
+                                     & (dptr_a[fcur] + f_unit > S)))
         # The unit held in FB, FL, FULL: pipelined, its descriptor is looked up by the register
         # f_t, not by fcur (so the pick's logic stays out of those paths); unpipelined fcur = f_t
         # there.
@@ -164,10 +166,10 @@ class VectorUnit(wiring.Component):
         if piped:                         # the range check of the unit f_t, in FB
             h_past = Signal()
             h_dot = hd.vmode == VecMode.DOT
-            m.d.comb += h_past.eq((Mux(h_dot, hd.a_base, self.aptr[hcur]) + L > S)
-                                  | ((hd.vmode != VecMode.PASS) & (self.bptr[hcur] + L > S))
+            m.d.comb += h_past.eq((Mux(h_dot, hd.a_base, aptr_a[hcur]) + L > S)
+                                  | ((hd.vmode != VecMode.PASS) & (bptr_a[hcur] + L > S))
                                   | (hd.store & self.in_range.bit_select(hcur, 1)
-                                     & (self.dptr[hcur] + Mux(h_dot, hd.count, L) > S)))
+                                     & (dptr_a[hcur] + Mux(h_dot, hd.count, L) > S)))
         pa = [Signal(32, name=f"pa{l}") for l in range(L)]
         pb = [Signal(32, name=f"pb{l}") for l in range(L)]
         p_dptr, p_bptr = Signal(PTR_BITS), Signal(PTR_BITS)
@@ -258,7 +260,7 @@ class VectorUnit(wiring.Component):
             with m.State("FB"):
                 if not piped:
                     m.d.comb += fcur.eq(f_t)
-                m.d.comb += self.rd_addr.eq(self.bptr[hcur])
+                m.d.comb += self.rd_addr.eq(bptr_a[hcur])
                 m.d.sync += [pa[l].eq(self.rd_data[l]) for l in range(L)]
                 if piped:
                     with m.If(h_past):
@@ -272,13 +274,13 @@ class VectorUnit(wiring.Component):
                 if not piped:
                     m.d.comb += fcur.eq(f_t)
                 m.d.comb += [self.issue.eq(1), self.issue_t.eq(f_t)]
-                m.d.sync += [p_dptr.eq(self.dptr[hcur]), p_bptr.eq(self.bptr[hcur]),
+                m.d.sync += [p_dptr.eq(dptr_a[hcur]), p_bptr.eq(bptr_a[hcur]),
                              p_in_range.eq(self.in_range.bit_select(hcur, 1)),
-                             p_last.eq(self.cnt[hcur] + 1 == hd.reps)]
+                             p_last.eq(cnt_a[hcur] + 1 == hd.reps)]
                 with m.If(e_free):
                     m.d.comb += take.eq(1)
-                    load(pa, self.rd_data, f_t, self.dptr[hcur], self.bptr[hcur],
-                         self.in_range.bit_select(hcur, 1), self.cnt[hcur] + 1 == hd.reps, hd.a_base)
+                    load(pa, self.rd_data, f_t, dptr_a[hcur], bptr_a[hcur],
+                         self.in_range.bit_select(hcur, 1), cnt_a[hcur] + 1 == hd.reps, hd.a_base)
                     m.next = "FIDLE"
                 with m.Else():
                     m.d.sync += [pb[l].eq(self.rd_data[l]) for l in range(L)]

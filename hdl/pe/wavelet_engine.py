@@ -4,9 +4,10 @@ lanes.
 
 Stage 0 (the cycle of the ``rx`` transfer): match the color, check (faults ``UNBOUND``,
 ``DUP_COLOR``, ``ACC_CONFLICT``, ``RANGE``, in that order; the wavelet is dropped), step the
-descriptor (``step``, ``unit_end`` (a row's or vector's last wavelet), ``sweep_end`` (an FMAC
-wavelet for the last row of its group), ``run_end`` to the table; ``stop`` on ``RANGE``) and, for
-an FMAC, read the operand vector (``rd_en``, ``rd_addr``).
+descriptor (``step[t]``, or ``stop[t]`` on ``RANGE``, to the table, which computed the step's
+flags and addresses beforehand: ``unit_end`` (a row's or vector's last wavelet), ``sweep_end``
+(an FMAC wavelet for the last row of its group), ``past``, ``saddr``) and, for an FMAC, read the
+operand vector (``rd_en``, ``rd_addr``).
 
 The lanes (docs/pe.md#fmac-pipeline; ``M = mul_stages``, ``A = add_stages``, ``R = A + 1`` rows):
 stage 1 multiplies ``bf16(w) * bf16(x[l])`` (``M`` register stages), stage ``1 + M`` adds the
@@ -26,8 +27,8 @@ run of ``g < R`` rows waits ``R - g`` cycles per wavelet index. At ``A = 0`` ``r
 ``pending`` is high while a wavelet is in stages 1..D-1 (the core is not yet done).
 
 Ports from the descriptor table: ``desc``, ``active``, ``pos``, ``sub`` (an FMAC's row within
-its group), ``cnt``, ``aptr``, ``dptr``, ``in_range``, ``restart`` (a (re)started or rewritten
-descriptor drops its half-accumulated group).
+its group), ``aptr``, ``dptr``, ``in_range``, the step flags, ``restart`` (a (re)started or
+rewritten descriptor drops its half-accumulated group).
 ``fault``/``fault_code``/``fault_index``: a fault in this cycle.
 """
 
@@ -39,8 +40,9 @@ from arch.pe_map import FAULT_STATUS, Fault, Op, acc_slots, fmac_write_delay
 
 from ..fp.bf16_mul import Bf16MulCore
 from ..fp.fp32_add import Fp32AddCore
+from ..layouts import as_array
 from ..wavelet import Wavelet
-from .descriptor_table import state_shapes, store_offset
+from .descriptor_table import state_shapes
 
 __all__ = ["WaveletEngine"]
 
@@ -51,13 +53,12 @@ class WaveletEngine(wiring.Component):
         T, L = cfg.num_tasks, cfg.lanes
         idx = range(max(T, 2))
         vec = data.ArrayLayout(32, L)
-        state = state_shapes(cfg, "desc", "active", "in_range", "restart", "pos", "sub", "cnt", "aptr",
-                             "dptr")
+        state = state_shapes(cfg, "desc", "active", "in_range", "restart", "pos", "sub", "aptr", "dptr",
+                             "unit_end", "sweep_end", "past", "saddr")
         super().__init__({
             "rx": In(stream.Signature(Wavelet)),
             **{name: In(shape) for name, shape in state.items()},
-            "step": Out(1), "t": Out(idx), "unit_end": Out(1), "sweep_end": Out(1), "run_end": Out(1),
-            "stop": Out(1),
+            "step": Out(T), "stop": Out(T),
             "inc": Out(1), "inc_t": Out(idx),
             "rd_en": Out(1), "rd_addr": Out(16), "rd_data": In(vec),
             "wr_addr": Out(16), "wr_data": Out(vec), "wr_mask": Out(L),
@@ -69,8 +70,8 @@ class WaveletEngine(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self._cfg
-        L, S, T = cfg.lanes, cfg.sram_words, cfg.num_tasks
-        M, A, R = cfg.mul_stages, cfg.add_stages, cfg.acc_rows
+        L, T = cfg.lanes, cfg.num_tasks
+        M, A = cfg.mul_stages, cfg.add_stages
         slots = acc_slots(A)
         D = fmac_write_delay(M, A)
 
@@ -81,38 +82,33 @@ class WaveletEngine(wiring.Component):
         m.d.comb += match.eq(Cat(
             self.active[t] & ((self.desc[t].op == Op.FMAC) | (self.desc[t].op == Op.STORE))
             & (self.desc[t].color == color) for t in range(T)))
-        wsel = self.t
+        wsel = Signal(range(max(T, 2)))
         for t in reversed(range(T)):
             with m.If(match[t]):
                 m.d.comb += wsel.eq(t)
         dup = (match & (match - 1)).any()
-        wd = self.desc[wsel]
-        wpos, wn, wsub = self.pos[wsel], self.cnt[wsel], self.sub[wsel]
-        aptr, dptr = self.aptr[wsel], self.dptr[wsel]
-        in_range = self.in_range.bit_select(wsel, 1)
-        is_fmac = wd.op == Op.FMAC
+        is_fmac_t = Cat(self.desc[t].op == Op.FMAC for t in range(T))
+        is_fmac = (match & is_fmac_t).any()
+        in_range = (match & self.in_range).any()
+        unit_end = (match & self.unit_end).any()
+        sweep_end = (match & self.sweep_end).any()
+        past = (match & self.past).any()
+        wpos, wsub, aptr, dptr, word = (as_array(v)[wsel] for v in (self.pos, self.sub, self.aptr, self.dptr,
+                                                                     self.saddr))
 
         acc_busy = Signal()                     # a group of acc_owner is half accumulated
         owned = Signal()                        # ... and not dropped
         acc_owner = Signal(range(max(T, 2)))
-        conflict = is_fmac & owned & (acc_owner != wsel)
-        m.d.comb += [
-            self.unit_end.eq(Mux(is_fmac, wpos + 1 == wd.count, wpos == L - 1)),
-            # the group's last row: its last row of the run, or row R - 1 unless the rows after
-            # the group's first R are fewer than R (then they join it: fmac_group_rows)
-            self.sweep_end.eq((wn + 1 == wd.reps) | ((wsub == R - 1) & (wn + (R + 1) <= wd.reps))),
-        ]
-        # RANGE: the operand vector or the row's destination (FMAC), the word (STORE in range).
-        past = Signal()
-        m.d.comb += past.eq(Mux(is_fmac,
-                                (aptr + L > S) | (self.unit_end & (dptr + L > S)),
-                                in_range & (dptr + store_offset(wd, wpos, L) >= S)))
+        # ACC_CONFLICT: an FMAC of another descriptor than the accumulator's owner
+        conflict_t = Cat(is_fmac_t[t] & owned & (acc_owner != t) for t in range(T))
+        conflict = (match & conflict_t).any()
         taken = Signal()
-        m.d.comb += taken.eq(fire & match.any() & ~dup & ~conflict)
+        step = Signal()
         m.d.comb += [
-            self.step.eq(taken & ~past),
-            self.stop.eq(taken & past),
-            self.run_end.eq(self.step & self.unit_end & (wn + 1 == wd.reps)),
+            taken.eq(fire & match.any() & ~dup & ~conflict),
+            self.step.eq(Mux(taken, match & ~self.past, 0)),
+            self.stop.eq(Mux(taken, match & self.past, 0)),
+            step.eq(taken & ~past),
             self.rd_en.eq(fire & match.any() & is_fmac),
             self.rd_addr.eq(aptr),
         ]
@@ -135,16 +131,16 @@ class WaveletEngine(wiring.Component):
         })
         s1 = Signal(stage, name="s1")
         m.d.sync += [
-            s1.fmac.eq(self.step & is_fmac),
+            s1.fmac.eq(step & is_fmac),
             s1.first.eq(wpos == 0),
-            s1.last.eq(self.unit_end),
+            s1.last.eq(unit_end),
             s1.slot.eq(wsub),
-            s1.store.eq(self.step & ~is_fmac & in_range),
-            s1.inc.eq(self.step & self.unit_end),
+            s1.store.eq(step & ~is_fmac & in_range),
+            s1.inc.eq(step & unit_end),
             s1.t.eq(wsel),
             s1.w.eq(self.rx.payload.data[16:32]),
             s1.data.eq(self.rx.payload.data),
-            s1.addr.eq(Mux(is_fmac, dptr, dptr + store_offset(wd, wpos, L))),
+            s1.addr.eq(Mux(is_fmac, dptr, word)),
         ]
         stages = [s1]                           # stages[k - 1]: the record in stage k
         for k in range(2, D + 1):
@@ -184,12 +180,11 @@ class WaveletEngine(wiring.Component):
         # registered (``dropped``) and acts from the next cycle, as the table's own restart does.
         dropped = Signal()
         m.d.comb += owned.eq(acc_busy & ~dropped)
-        m.d.sync += dropped.eq((self.restart.bit_select(acc_owner, 1) | (self.stop & (wsel == acc_owner)))
-                               & owned)
+        m.d.sync += dropped.eq((self.restart | self.stop).bit_select(acc_owner, 1) & owned)
         with m.If(dropped):
             m.d.sync += acc_busy.eq(0)
-        with m.If(self.step & is_fmac):
-            m.d.sync += [acc_owner.eq(wsel), acc_busy.eq(~(self.unit_end & self.sweep_end))]
+        with m.If(step & is_fmac):
+            m.d.sync += [acc_owner.eq(wsel), acc_busy.eq(~(unit_end & sweep_end))]
 
         # ---- stall: the owner's next wavelet would read a partial sum still in the adder ----
         in_adder = Cat(sk.fmac & (sk.slot == self.sub[acc_owner]) for sk in stages[:A])
