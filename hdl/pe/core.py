@@ -186,7 +186,7 @@ class PeCore(wiring.Component):
             m.d.comb += getattr(weng, name).eq(getattr(table, name))
         for name in ("desc", "active", "in_range", "unit_end", "past", "saddr"):
             m.d.comb += getattr(seng, name).eq(getattr(table, name))
-        m.d.comb += [vec.cnt.eq(table.cnt), vec.done.eq(table.done), vec.bptr.eq(table.bptr),
+        m.d.comb += [vec.cnt.eq(table.cnt), vec.done.eq(table.done), vec.bptr.eq(table.bptr), vec.past.eq(table.past),
                      vec.restart.eq(table.restart), seng.w_step.eq(weng.step)]
         m.d.comb += [
             table.w_step.eq(weng.step), table.w_stop.eq(weng.stop),

@@ -25,8 +25,8 @@ Ports:
   wavelet, ``pos + 1 == count``; STORE: the vector's last word), ``run_end[t]`` (and the run's
   last unit), ``sweep_end[t]`` (FMAC: a wavelet of its group's last row), ``past[t]`` (the step
   would run past the end of SRAM: the FMAC operand vector or, at a row's end, its destination; a
-  STORE word in range), ``saddr[t]`` (a STORE's word address, ``dptr + pos*b_stride`` or ``dptr +
-  pos``: a register that follows it).
+  STORE word in range; a VEC unit's A, B or stored unit), ``saddr[t]`` (a STORE's word
+  address, ``dptr + pos*b_stride`` or ``dptr + pos``: a register that follows it).
 * wavelet engine: ``w_step[t]`` (a wavelet of ``t`` was taken; one bit at most), ``w_stop[t]``
   (``t`` stops on a fault), ``w_inc``/``w_inc_t`` (the write stage: ``done[w_inc_t] += 1``).
 * store engine (``rx2``): ``s_step``, ``s_stop``, ``s_inc``/``s_inc_t``, the same for a STORE
@@ -137,7 +137,8 @@ class DescriptorTable(wiring.Component):
                 # the group's first R are fewer than R (then they join it: fmac_group_rows)
                 self.sweep_end[t].eq(last_unit | ((self.sub[t] == R - 1) & (cnt + (R + 1) <= d.reps))),
                 self.past[t].eq(Mux(is_f, (self.aptr[t] + L > S) | (self.unit_end[t] & (self.dptr[t] + L > S)),
-                                    self.in_range[t] & (self.saddr[t] >= S))),
+                                    Mux(d.op == Op.VEC, self._vec_past(d, t, L, S),
+                                        self.in_range[t] & (self.saddr[t] >= S)))),
             ]
 
         # ---- run state -------------------------------------------------------------------------
@@ -234,6 +235,13 @@ class DescriptorTable(wiring.Component):
                 with m.If(w_inc | s_inc | (self.v_unit & v_here)):
                     m.d.sync += done.eq(done + 1 + (w_inc & s_inc))
         return m
+
+    def _vec_past(self, d, t, L, S):
+        """A VEC unit ``cnt`` of ``d`` would read A or B, or store, past the end of SRAM."""
+        dot = d.vmode == VecMode.DOT
+        return ((Mux(dot, d.a_base, self.aptr[t]) + L > S)
+                | ((d.vmode != VecMode.PASS) & (self.bptr[t] + L > S))
+                | (d.store & self.in_range[t] & (self.dptr[t] + Mux(dot, d.count, L) > S)))
 
     @staticmethod
     def _check(m, d, t, cfg):

@@ -48,8 +48,9 @@ the destination of a stored unit; the unit then ends (``fault``, ``stop`` of ``s
 of it goes out (a DOT's earlier words do). ``tx`` is registered (valid and payload are flops).
 
 Ports from the descriptor table: ``desc``, ``active``, ``cnt``, ``done``, ``aptr``, ``bptr``,
-``dptr``, ``in_range``; to it: ``issue``/``issue_t`` (a unit was fetched), ``unit``/``t`` (a unit
-of ``t`` is done), ``run_end`` (it was the last), ``stop``/``stop_t``.
+``dptr``, ``in_range``, ``past`` (a unit's reads or store would run past SRAM); to it:
+``issue``/``issue_t`` (a unit was fetched), ``unit``/``t`` (a unit of ``t`` is done), ``run_end``
+(it was the last), ``stop``/``stop_t``.
 SRAM: ``rd_addr`` -> ``rd_data`` (next cycle), ``wr_addr``/``wr_data``/``wr_en``.
 """
 
@@ -75,7 +76,7 @@ class VectorUnit(wiring.Component):
         T, L = cfg.num_tasks, cfg.lanes
         idx = range(max(T, 2))
         vec = data.ArrayLayout(32, L)
-        state = state_shapes(cfg, "desc", "active", "in_range", "restart", "cnt", "done", "aptr", "bptr",
+        state = state_shapes(cfg, "desc", "active", "in_range", "past", "restart", "cnt", "done", "aptr", "bptr",
                              "dptr")
         super().__init__({
             "tx": Out(stream.Signature(Wavelet)),
@@ -147,13 +148,8 @@ class VectorUnit(wiring.Component):
         fcur = Signal(idx)                # the fetch stage's descriptor this cycle
         fd = desc[fcur]
         f_dot = fd.vmode == VecMode.DOT
-        f_unit = Mux(f_dot, fd.count, L)
         a_first = Mux(f_dot, fd.a_base, aptr_a[fcur])
-        first_past = Signal()
-        m.d.comb += first_past.eq((a_first + L > S)
-                                  | ((fd.vmode != VecMode.PASS) & (bptr_a[fcur] + L > S))
-                                  | (fd.store & self.in_range.bit_select(fcur, 1)
-                                     & (dptr_a[fcur] + f_unit > S)))
+        first_past = self.past.bit_select(fcur, 1)
         # The unit held in FB, FL, FULL: pipelined, its descriptor is looked up by the register
         # f_t, not by fcur (so the pick's logic stays out of those paths); unpipelined fcur = f_t
         # there.
@@ -163,13 +159,7 @@ class VectorUnit(wiring.Component):
         else:
             hcur = fcur
         hd = desc[hcur]
-        if piped:                         # the range check of the unit f_t, in FB
-            h_past = Signal()
-            h_dot = hd.vmode == VecMode.DOT
-            m.d.comb += h_past.eq((Mux(h_dot, hd.a_base, aptr_a[hcur]) + L > S)
-                                  | ((hd.vmode != VecMode.PASS) & (bptr_a[hcur] + L > S))
-                                  | (hd.store & self.in_range.bit_select(hcur, 1)
-                                     & (dptr_a[hcur] + Mux(h_dot, hd.count, L) > S)))
+        h_past = self.past.bit_select(hcur, 1)   # pipelined: the range check of the unit f_t, in FB
         pa = [Signal(32, name=f"pa{l}") for l in range(L)]
         pb = [Signal(32, name=f"pb{l}") for l in range(L)]
         p_dptr, p_bptr = Signal(PTR_BITS), Signal(PTR_BITS)

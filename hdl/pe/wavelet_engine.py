@@ -147,7 +147,7 @@ class WaveletEngine(wiring.Component):
             sk = Signal(stage, name=f"s{k}")
             m.d.sync += sk.eq(stages[-1])
             stages.append(sk)
-        add_in, out = stages[M], stages[D - 1]  # the adder's first stage, the write stage
+        out = stages[D - 1]                     # the write stage
 
         # ---- the lanes -----------------------------------------------------------------------
         acc = [[Signal(32, name=f"acc{r}_lane{l}") for l in range(L)] for r in range(slots)]
@@ -159,9 +159,8 @@ class WaveletEngine(wiring.Component):
                 m.d.comb += mul.en.eq(1)
             if A:
                 m.d.comb += add.en.eq(1)
-            partial = Array(acc[r][l] for r in range(slots))[add_in.slot] if slots > 1 else acc[0][l]
-            m.d.comb += [mul.a.eq(s1.w), mul.b.eq(self.rd_data[l][16:32]),
-                         add.a.eq(Mux(add_in.first, 0, partial)), add.b.eq(mul.y),
+            m.d.comb += add.a.eq(self._partial(m, acc, l, stages, M, D, add.y))
+            m.d.comb += [mul.a.eq(s1.w), mul.b.eq(self.rd_data[l][16:32]), add.b.eq(mul.y),
                          self.wr_data[l].eq(Mux(snap, add.y, out.data))]
             for r in range(slots):
                 with m.If(out.fmac & (out.slot == r)):
@@ -187,7 +186,29 @@ class WaveletEngine(wiring.Component):
             m.d.sync += [acc_owner.eq(wsel), acc_busy.eq(~(unit_end & sweep_end))]
 
         # ---- stall: the owner's next wavelet would read a partial sum still in the adder ----
-        in_adder = Cat(sk.fmac & (sk.slot == self.sub[acc_owner]) for sk in stages[:A])
-        m.d.comb += self.rx.ready.eq(~(owned & (self.pos[acc_owner] != 0) & in_adder.any())
-                                     if A else 1)
+        # owner_sub, owner_mid: the owner's sub and pos != 0 (registers that follow its FMAC
+        # steps; a restart or stop of the owner drops the group the next cycle, owned then 0)
+        owner_sub, owner_mid = Signal(range(max(slots, 2))), Signal()
+        with m.If(step & is_fmac):
+            m.d.sync += [owner_sub.eq(Mux(sweep_end, 0, wsub + 1)),
+                         owner_mid.eq(Mux(~sweep_end, wpos != 0, ~unit_end))]
+        in_adder = Cat(sk.fmac & (sk.slot == owner_sub) for sk in stages[:A])
+        m.d.comb += self.rx.ready.eq(~(owned & owner_mid & in_adder.any()) if A else 1)
         return m
+
+    @staticmethod
+    def _partial(m, acc, l, stages, M, D, y):
+        """Lane ``l``'s adder input: the partial sum of the record entering the adder (stage
+        ``M + 1``), +0.0 for a row's first wavelet. With ``M >= 1`` it is a register, loaded in the
+        cycle before from the accumulator row of the record then in stage ``M``, or from the
+        adder's output ``y`` when stage ``D`` writes that row at the same edge."""
+        slots = len(acc)
+        if M == 0:
+            add_in = stages[0]
+            partial = Array(acc[r][l] for r in range(slots))[add_in.slot] if slots > 1 else acc[0][l]
+            return Mux(add_in.first, 0, partial)
+        pre, out = stages[M - 1], stages[D - 1]
+        row = Array(acc[r][l] for r in range(slots))[pre.slot] if slots > 1 else acc[0][l]
+        part = Signal(32, name=f"partial_lane{l}")
+        m.d.sync += part.eq(Mux(pre.first, 0, Mux(out.fmac & (out.slot == pre.slot), y, row)))
+        return part
