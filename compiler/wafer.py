@@ -51,7 +51,7 @@ __all__ = ["WaferCompileError", "WaferPhase", "compile_forward", "compile_backwa
            "compile_backward_data", "forward_expected_outputs", "logits_expected_outputs",
            "COLOR_GRAD", "COLOR_DX0", "COLOR_DZ", "dw_on_lanes", "backward_weight_west_in", "split_dx",
            "weight_streams", "join_gradients", "activation_homes", "resident_bases",
-           "can_transpose_x", "input_stream_columns", "next_input_west_in"]
+           "can_transpose_x", "transposes_own_x", "input_stream_columns", "next_input_west_in"]
 
 FORWARD_COLORS = 4      # weights, psum chain, results (models.pe.COLOR_*), gradient chain
 COLOR_GRAD = 3          # the backward-weight column chain (south to north)
@@ -267,7 +267,7 @@ def compile_forward(cfg, *, m, k, batch, x16=None, last=False, x_home=None, keep
     set); ``keep_t_home``: where every PE also keeps them transposed (``A^T[B_p, own]``, for the
     next layer's backward-weight on the lanes; ``models.pe.forward_kernel``); ``x_t_home``: where
     every PE also keeps its ``X`` transposed (``X^T[B_p, K_q]``, for this layer's backward-weight
-    on the lanes; needs ``|K_q| <= m``); ``sram_limit``: the working set ends below it (the
+    on the lanes: :func:`can_transpose_x`); ``sram_limit``: the working set ends below it (the
     resident activations above); ``next_input`` / ``next_x16``: the next step's input batch
     streams in during the run (:func:`next_input_west_in`).
 
@@ -280,9 +280,9 @@ def compile_forward(cfg, *, m, k, batch, x16=None, last=False, x_home=None, keep
         raise WaferCompileError("keeping the forward's outputs transposed needs a hidden layer and "
                                 f"{FORWARD_T_TASKS} task descriptors per PE (num_tasks={cfg.num_tasks})")
     if x_t_home is not None and not can_transpose_x(cfg, m=m, k=k):
-        raise WaferCompileError(f"transposing X on the wafer needs {FORWARD_X_T_TASKS} task descriptors, "
-                                f"{pe.COLOR_X_T + 1} colors and |K_q| <= M (num_tasks={cfg.num_tasks}, "
-                                f"num_colors={cfg.num_colors}, {m}x{k} layer on {cfg.mesh_cols} columns)")
+        raise WaferCompileError(f"transposing X on the wafer needs {FORWARD_X_T_TASKS} task descriptors "
+                                f"and {pe.COLOR_X_T + 1} colors (num_tasks={cfg.num_tasks}, "
+                                f"num_colors={cfg.num_colors})")
     L = cfg.lanes
     try:
         plan = pe.forward_kernel(lanes=L, sram_words=_limit(cfg, sram_limit), rows=cfg.mesh_rows,
@@ -299,8 +299,13 @@ def compile_forward(cfg, *, m, k, batch, x16=None, last=False, x_home=None, keep
         for (p, q), info in plan["pes"].items():
             descs = info["descs"]
             descs.pop(3, None)                         # nobody keeps the logits
+            if x_t_home is not None:
+                # The X^T STORE and PASS to slots 4, 5 (free: the last layer keeps nothing
+                # transposed), so that they and a hidden layer's (6, 7) stay written from one
+                # step to the next (compiler.config_state).
+                descs[4], descs[5] = descs.pop(6), descs.pop(7)
             if q == Q - 1:
-                vec = max(descs)                       # the VEC that completes the row chain
+                vec = 1 if Q == 1 else 2               # the VEC that completes the row chain
                 for f in ("relu", "round", "store", "lo", "hi", "dst_base"):
                     descs[vec].pop(f, None)
                 descs[vec].update(send=1, color=pe.COLOR_RESULT)
@@ -319,9 +324,23 @@ def compile_forward(cfg, *, m, k, batch, x16=None, last=False, x_home=None, keep
 
 def can_transpose_x(cfg, *, m, k):
     """Whether the forward of an ``m x k`` layer can keep its ``X`` transposed on the wafer
-    (``models.pe.forward_kernel``'s ``x_t_base``): 8 task descriptors, 5 colors, ``|K_q| <= m``."""
-    return (cfg.num_tasks >= FORWARD_X_T_TASKS and cfg.num_colors > pe.COLOR_X_T
-            and max(len(s) for s in pe._split(k, cfg.mesh_cols)) <= m)
+    (``models.pe.forward_kernel``'s ``x_t_base``): 8 task descriptors, 5 colors (``m`` and ``k``
+    no longer matter: the PASS waits on no FMAC row)."""
+    return cfg.num_tasks >= FORWARD_X_T_TASKS and cfg.num_colors > pe.COLOR_X_T
+
+
+def transposes_own_x(cfg, dims, l):
+    """Whether forward ``l`` keeps its own input transposed (``x_t_home``) for backward-weight
+    ``l`` on the lanes: a VEC PASS that starts at its commit, during the configuration, so it
+    costs the run nothing. Otherwise (``l >= 1``) forward ``l - 1`` keeps its outputs transposed
+    (``keep_t_home``: the east PE sends every result row a second time, in the run's tail)."""
+    return dw_on_lanes(cfg, dims[l]) and can_transpose_x(cfg, m=dims[l + 1], k=dims[l])
+
+
+def _keeps_t(cfg, dims, l):
+    """Whether forward ``l`` keeps its outputs transposed for backward-weight ``l + 1``."""
+    return (l < len(dims) - 2 and dw_on_lanes(cfg, dims[l + 1])
+            and not transposes_own_x(cfg, dims, l + 1))
 
 
 def input_stream_columns(cfg, dims):
@@ -336,8 +355,8 @@ def input_stream_columns(cfg, dims):
     n, T, Q, L = len(dims) - 1, cfg.num_tasks, cfg.mesh_cols, cfg.lanes
     room = {}
     for l in range(1, n):
-        keep_t = l < n - 1 and dw_on_lanes(cfg, dims[l + 1])
-        if T > (FORWARD_T_TASKS if keep_t else FORWARD_TASKS) and cfg.num_colors > FORWARD_COLORS:
+        used = FORWARD_TASKS + 2 * _keeps_t(cfg, dims, l) + 2 * transposes_own_x(cfg, dims, l)
+        if T > used and cfg.num_colors > FORWARD_COLORS + transposes_own_x(cfg, dims, l):
             room[("forward", l)] = dims[l + 1] * len(pe._split(dims[l], Q)[0])
     for l in range(n - 1, 0, -1):
         if T > BACKWARD_DATA_TASKS:
@@ -360,7 +379,8 @@ def activation_homes(cfg, dims):
     when backward-weight of ``l`` runs on the lanes (:func:`dw_on_lanes`),
     ``X^T[B_p, K_q]`` at ``xt`` (``|K_q|`` words per sample; for ``l = 0`` only if the forward can
     transpose it, :func:`can_transpose_x`; else ``None``); ``max |K_q| * L`` words each, stacked down
-    from the top of SRAM. Forward ``l - 1`` leaves them there (forward 0 the input's ``X^T``);
+    from the top of SRAM. Forward ``l - 1`` leaves ``X`` there, and ``X^T`` too unless forward
+    ``l`` transposes its own input (:func:`transposes_own_x`; forward 0 always does);
     forward ``l`` and backward-data ``l`` read ``X``, backward-weight ``l`` ``X`` (VEC DOT) or
     ``X^T``."""
     homes, top = {}, cfg.sram_words
@@ -383,8 +403,9 @@ def resident_bases(cfg, dims, kind, layer):
     ``"backward-weight"``) for ``layer`` of a network of widths ``dims`` whose activations stay
     on the wafer (:func:`activation_homes`): ``x_home`` (the layer's input resident, not loaded:
     ``X`` for the hidden layers, ``X^T`` for backward-weight on the lanes), ``keep_home`` and
-    ``keep_t_home`` (forward of a hidden layer: where its outputs stay, and transposed),
-    ``x_t_home`` (forward 0: where it keeps the input batch transposed), ``sram_limit`` (the
+    ``keep_t_home`` (forward of a hidden layer: where its outputs stay, and transposed where
+    the next forward does not transpose them itself), ``x_t_home`` (a forward that keeps its own
+    input transposed, :func:`transposes_own_x`), ``sram_limit`` (the
     working set stays below the homes) and ``next_input`` (the phases of
     :func:`input_stream_columns`: where the next step's input batch goes, which columns)."""
     homes = activation_homes(cfg, dims)
@@ -394,7 +415,9 @@ def resident_bases(cfg, dims, kind, layer):
     if kind == "forward":
         last = layer == len(dims) - 2
         args["keep_home"], args["keep_t_home"] = (None, None) if last else homes[layer + 1]
-        args["x_t_home"] = xt if layer == 0 else None
+        if not _keeps_t(cfg, dims, layer):
+            args["keep_t_home"] = None
+        args["x_t_home"] = xt if transposes_own_x(cfg, dims, layer) else None
     elif kind == "backward-weight":
         if dw_on_lanes(cfg, dims[layer]):
             args["x_home"] = xt

@@ -500,9 +500,11 @@ def forward_kernel(*, lanes, sram_words, rows, cols, m, k, x_base=None, keep_bas
     time on :data:`COLOR_RESULT_T` (a second VEC, no store), which reaches every PE of the row, its
     own included, and a transposed STORE (``b_stride = |own|``) keeps the own rows. With
     ``x_t_base`` every PE also keeps its ``X`` transposed there, ``X^T[B_p, K_q]``: a VEC PASS
-    sends its ``X`` vectors on :data:`COLOR_X_T` to its own RAMP (vector k once FMAC row k is
-    done, so it runs under the weight stream; needs ``|K_q| <= m``) and a transposed STORE
-    keeps them.
+    sends its ``X`` vectors on :data:`COLOR_X_T` to its own RAMP and a transposed STORE keeps
+    them. The PASS waits on nothing (``X`` is in SRAM before the phase's descriptors commit), so
+    it starts at its commit, during the configuration, and is done, or nearly, before the first
+    FMAC group ends (it used to send vector k once FMAC row k was done, which put the last
+    group's ``X`` vectors into the phase's tail and needed ``|K_q| <= m``).
 
     Partition (models.pipeline.mapping): column q holds ``X[K_q]``, row p the batch slice
     ``B_p`` of ``lanes`` columns (batch = ``rows * lanes``); the outputs of row m are kept by the
@@ -562,13 +564,10 @@ def forward_kernel(*, lanes, sram_words, rows, cols, m, k, x_base=None, keep_bas
                 descs[5] = dict(op=Op.STORE, enable=1, color=COLOR_RESULT_T, reps=m, lo=own.start,
                                 hi=own.stop, dst_base=keep_t_base, b_stride=len(own))
             if x_t_base is not None:
-                if len(kq) > m:
-                    raise ValueError(f"transposing X: |K_q| = {len(kq)} vectors, one per FMAC row "
-                                     f"of which there are m = {m}")
                 descs[6] = dict(op=Op.STORE, enable=1, color=COLOR_X_T, reps=len(kq), lo=0,
                                 hi=len(kq), dst_base=x_t_base, b_stride=len(kq))
                 descs[7] = dict(op=Op.VEC, vmode=VecMode.PASS, enable=1, send=1, color=COLOR_X_T,
-                                dep_a_en=1, dep_a=0, a_base=xb, a_stride=L, count=1, reps=len(kq))
+                                a_base=xb, a_stride=L, count=1, reps=len(kq))
             pes[(p, q)] = {"descs": descs, "x_base": xb, "k": kq, "own": own, "xn_base": xn,
                            "xn_t_base": keep_t_base}
             w_out = ["RAMP"] + (["S"] if p < rows - 1 else [])

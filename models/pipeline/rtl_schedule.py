@@ -37,7 +37,7 @@ words. Plain Python: no amaranth/cocotb.
 
 from dataclasses import dataclass
 
-from arch.pe_map import DESC_WORDS
+from arch.pe_map import DESC_WORDS, Op
 from models.fabric import zero_load_latency
 from models.pe import COLOR_W as _COLOR_W
 from models.pe import VEC_FETCH_CYCLES, dep_to_tx_cycles, dot_word_cycles, unit_cycles, vec_out_cycles
@@ -225,8 +225,10 @@ def simulated_run_cycles(kind, plan, m, k, hw, *, writes=0, last=False):
     """Exact run cycles (no stalls) of a phase of ``kind`` (``"forward"``, ``"backward-data"``,
     ``"backward-weight"``) of an ``m x k`` layer from the compiler's ``plan``, by the closed-loop
     cycle simulation. ``writes``: the phase's configuration words (backward-weight descriptors act
-    as they commit: write ``plan["commits"][(p, q)][t]``); ``last``: the logits layer (results out
-    of the east edge)."""
+    as they commit: write ``plan["commits"][(p, q)][t]``; so do those of a forward or
+    backward-data phase with a VEC that waits on nothing, which starts at its commit, during the
+    configuration: :func:`_starts_at_commit`); ``last``: the logits layer (results out of the
+    east edge)."""
     _check_layer(m, k, hw)
     P, Q, L = hw.mesh_rows, hw.mesh_cols, hw.lanes
     per_link = {q: m * kq for q, kq in enumerate(_split_sizes(k, Q))}
@@ -248,11 +250,27 @@ def simulated_run_cycles(kind, plan, m, k, hw, *, writes=0, last=False):
         edge, words = (0, "W"), k * L
     else:
         raise ValueError(f"unknown phase kind {kind!r}")
+    # Without a VEC that starts at its commit nothing happens before ``go``: cycle 0 is ``go``.
+    # With one, the cycles count from the configuration's first write as for backward-weight.
+    go, commits = 0, None
+    if _starts_at_commit(plan):
+        if writes < 1:
+            raise ValueError(f"{kind}: a VEC starts at its commit, so the run depends on when: "
+                             f"give the phase's configuration words (writes)")
+        go, commits = writes - 2 + GO_CYCLES, plan["commits"]
     done = simulate_phase(plan, streams=per_link, weight_color=_COLOR_W,
-                          first=PLAYER_START_CYCLES + 1 + hw.swarmx.broadcast_latency,
-                          sinks={(p, edge[0], edge[1]): words for p in range(P)},
-                          west_in=plan.get("west_in"), west_first=PLAYER_START_CYCLES + 1, **common)
-    return done + RECORDER_COUNT_CYCLES
+                          first=go + PLAYER_START_CYCLES + 1 + hw.swarmx.broadcast_latency,
+                          sinks={(p, edge[0], edge[1]): words for p in range(P)}, commits=commits,
+                          west_in=plan.get("west_in"), west_first=go + PLAYER_START_CYCLES + 1,
+                          **common)
+    return done + RECORDER_COUNT_CYCLES - go
+
+
+def _starts_at_commit(plan):
+    """Whether some PE of ``plan`` has an enabled VEC that waits on no dependency (forward's
+    ``X^T`` PASS, ``models.pe.forward_kernel``): it starts at its commit."""
+    return any(d.get("op") == Op.VEC and d.get("enable") and not (d.get("dep_a_en") or d.get("dep_b_en"))
+               for info in plan["pes"].values() for d in info["descs"].values())
 
 
 def step_schedule(dims, hw, phases):

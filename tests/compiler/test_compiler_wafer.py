@@ -118,8 +118,13 @@ def test_activations_stay_where_the_next_phases_read_them():
     bw2 = phase("backward-weight", 2, compile_backward_weight)
     assert bw1.plan["dw"] == "lanes" and bw2.plan["dw"] == "dot"
     for pq, info in fwd0.plan["pes"].items():
-        assert (info["x_base"], info["xn_base"], info["xn_t_base"]) == (homes[0][0], *homes[1])
-        assert info["descs"][5]["b_stride"] == len(info["own"]) == 8      # the transposed STORE
+        # Forward 1 keeps its own X transposed (a PASS that starts at its commit), so forward 0
+        # keeps its outputs only as X of layer 1.
+        assert (info["x_base"], info["xn_base"], info["xn_t_base"]) == (homes[0][0], homes[1][0], None)
+        assert 4 not in info["descs"] and 5 not in info["descs"]
+        xt = fwd1.plan["pes"][pq]["descs"][6]                              # the transposed STORE
+        assert (xt["dst_base"], xt["b_stride"]) == (homes[1][1], 8)
+        assert "dep_a_en" not in fwd1.plan["pes"][pq]["descs"][7]         # the PASS waits on nothing
         assert fwd1.plan["pes"][pq]["x_base"] == homes[1][0] == fwd1.plan["pes"][pq]["descs"][0]["a_base"]
         assert fwd1.plan["pes"][pq]["xn_base"] == homes[2][0] and 5 not in fwd1.plan["pes"][pq]["descs"]
         assert bd1.plan["pes"][pq]["descs"][1]["a_base"] == homes[1][0]     # MASK reads the kept X
@@ -134,9 +139,9 @@ def test_activations_stay_where_the_next_phases_read_them():
 
 
 def test_the_input_batch_is_transposed_on_the_wafer():
-    """Where backward-weight of layer 0 runs on the lanes and the forward can transpose X (``|K_q|
-    <= M``), forward 0 keeps the input batch's X^T, which backward-weight 0 reads: the host loads
-    the input batch once."""
+    """Where backward-weight of layer 0 runs on the lanes and the forward can transpose X (8 task
+    descriptors, 5 colors; any ``|K_q|`` and M: the PASS waits on no FMAC row), forward 0 keeps
+    the input batch's X^T, which backward-weight 0 reads: the host loads the input batch once."""
     from compiler.wafer import activation_homes, can_transpose_x, compile_backward_weight, resident_bases
     cfg = preset("system", mesh_rows=2, mesh_cols=2).replace(sram_words=4096)
     dims, L, batch = (64, 32, 10), cfg.lanes, 2 * cfg.lanes
@@ -153,11 +158,13 @@ def test_the_input_batch_is_transposed_on_the_wafer():
             for p, q in bw.plan["pes"] for a in range(cfg.sram_words)}
     assert not [a for a, _ in bw.writes if a in sram]                # no X^T load
     assert sum(a in sram for a, _ in fwd.writes) == 4 * 32 * L // 2  # X, two bf16 per write
-    assert not can_transpose_x(cfg, m=16, k=64)                       # |K_q| = 32 > M = 16
-    assert activation_homes(cfg, (64, 16, 10))[0][1] is None          # no X^T home
+    assert can_transpose_x(cfg, m=16, k=64)                           # |K_q| = 32 > M = 16 too
+    assert activation_homes(cfg, (64, 16, 10))[0][1] is not None
     assert not can_transpose_x(cfg.replace(num_colors=4), m=32, k=64)
+    assert not can_transpose_x(cfg.replace(num_tasks=6), m=32, k=64)
+    assert activation_homes(cfg.replace(num_tasks=6), (64, 16, 10))[0][1] is None   # no X^T home
     with pytest.raises(WaferCompileError, match="transposing X on the wafer needs 8 task descriptors"):
-        compile_forward(cfg, m=16, k=64, batch=batch, x_t_home=3000)
+        compile_forward(cfg.replace(num_tasks=6), m=16, k=64, batch=batch, x_t_home=3000)
 
 
 def test_next_input_streams_into_its_home():
