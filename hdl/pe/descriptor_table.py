@@ -7,7 +7,8 @@ FMAC/STORE unit counted one cycle after its last wavelet, in stage 1), the runni
 addresses ``aptr`` (FMAC: the operand row of the next wavelet; VEC: A of unit ``cnt``), ``bptr`` (VEC:
 B of unit ``cnt``), ``dptr`` (the destination of unit ``cnt``: FMAC ``dst_base + cnt*L``, STORE and
 VEC ``dst_base + (cnt - lo)*U`` once ``cnt >= lo``; a transposed STORE, ``b_stride`` set, ``U = 1``,
-its words at ``dptr + pos*b_stride``, ``arch.pe_map.store_addr``), and ``in_range`` (``lo <= cnt < hi``).
+its words at ``dptr + pos*b_stride``, ``arch.pe_map.store_addr``), and ``in_range`` (STORE and
+VEC: ``lo <= cnt < hi``, a register that follows ``cnt``).
 Running addresses are 17 bits so an address past a 16-bit SRAM is seen, not wrapped. ``group``
 (0 counts as 1) takes units in groups: an FMAC row ``n`` reads its operands from ``a_base + (n mod
 group)*L`` on (a row per L-word chunk, the chunks again for the next group), a VEC unit ``n``
@@ -130,13 +131,12 @@ class DescriptorTable(wiring.Component):
             is_f = d.op == Op.FMAC
             last_unit = cnt + 1 == d.reps
             m.d.comb += [
-                self.in_range[t].eq((cnt >= d.lo) & (cnt < d.hi)),
                 self.unit_end[t].eq(Mux(is_f, pos + 1 == d.count, pos == L - 1)),
                 self.run_end[t].eq(self.unit_end[t] & last_unit),
                 # the group's last row: its last row of the run, or row R - 1 unless the rows after
                 # the group's first R are fewer than R (then they join it: fmac_group_rows)
                 self.sweep_end[t].eq(last_unit | ((self.sub[t] == R - 1) & (cnt + (R + 1) <= d.reps))),
-                self.past[t].eq(Mux(is_f, (self.aptr[t] + L > S) | (self.unit_end[t] & (self.dptr[t] + L > S)),
+                self.past[t].eq(Mux(is_f, (self.aptr[t] > S - L) | (self.unit_end[t] & (self.dptr[t] > S - L)),
                                     Mux(d.op == Op.VEC, self._vec_past(d, t, L, S),
                                         self.in_range[t] & (self.saddr[t] >= S)))),
             ]
@@ -189,11 +189,14 @@ class DescriptorTable(wiring.Component):
             unit_end = self.unit_end[t]
             m.d.comb += self.restart[t].eq(start | written)
             group_end = rep[t] + 1 >= d.group
+            # lo <= cnt + 1 < hi, from lo <= cnt < hi (lo <= hi: a commit check)
+            in_range_next = Mux(cnt + 1 == d.hi, 0, Mux(cnt + 1 == d.lo, 1, self.in_range[t]))
             with m.If(start):
                 m.d.sync += [self.active[t].eq(1), pos.eq(0), self.sub[t].eq(0), cnt.eq(0), done.eq(0),
                              rep[t].eq(0),
                              aptr.eq(d.a_base), bptr.eq(d.b_base), dptr.eq(d.dst_base),
-                             rbase[t].eq(d.a_base), self.saddr[t].eq(d.dst_base)]
+                             rbase[t].eq(d.a_base), self.saddr[t].eq(d.dst_base),
+                             self.in_range[t].eq((d.lo == 0) & (d.hi != 0))]
             with m.Else():
                 with m.If(stop):
                     m.d.sync += self.active[t].eq(0)
@@ -221,11 +224,12 @@ class DescriptorTable(wiring.Component):
                                  self.saddr[t].eq(self.saddr[t] + Mux(d.b_stride == 0, 1, d.b_stride))]
                     with m.If(unit_end):
                         next_dptr = dptr + Mux(self.in_range[t], Mux(d.b_stride == 0, L, 1), 0)
-                        m.d.sync += [cnt.eq(cnt + 1), dptr.eq(next_dptr), self.saddr[t].eq(next_dptr)]
+                        m.d.sync += [cnt.eq(cnt + 1), dptr.eq(next_dptr), self.saddr[t].eq(next_dptr),
+                                     self.in_range[t].eq(in_range_next)]
                 with m.If(self.v_issue & (self.v_issue_t == t)):
                     unit = Mux(d.vmode == VecMode.DOT, d.count, L)
                     m.d.sync += [cnt.eq(cnt + 1), bptr.eq(bptr + d.b_stride),
-                                 rep[t].eq(Mux(group_end, 0, rep[t] + 1))]
+                                 rep[t].eq(Mux(group_end, 0, rep[t] + 1)), self.in_range[t].eq(in_range_next)]
                     with m.If(group_end):
                         m.d.sync += aptr.eq(aptr + d.a_stride)
                     with m.If(self.in_range[t]):
@@ -238,10 +242,10 @@ class DescriptorTable(wiring.Component):
 
     def _vec_past(self, d, t, L, S):
         """A VEC unit ``cnt`` of ``d`` would read A or B, or store, past the end of SRAM."""
-        dot = d.vmode == VecMode.DOT
-        return ((Mux(dot, d.a_base, self.aptr[t]) + L > S)
-                | ((d.vmode != VecMode.PASS) & (self.bptr[t] + L > S))
-                | (d.store & self.in_range[t] & (self.dptr[t] + Mux(dot, d.count, L) > S)))
+        dot = d.vmode == VecMode.DOT      # (x + L > S as x > S - L: a compare with a constant)
+        return (Mux(dot, d.a_base > S - L, self.aptr[t] > S - L)
+                | ((d.vmode != VecMode.PASS) & (self.bptr[t] > S - L))
+                | (d.store & self.in_range[t] & Mux(dot, self.dptr[t] + d.count > S, self.dptr[t] > S - L)))
 
     @staticmethod
     def _check(m, d, t, cfg):
