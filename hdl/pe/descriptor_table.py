@@ -38,9 +38,8 @@ Ports:
 * ``restart[t]``: ``t`` was started or written this cycle (its half-accumulated row is dropped).
 
 A run end stops the descriptor and, with ``chain``, starts ``next`` if it is legal (committed
-without fault and not written since, nor in that cycle: a write wins). A start clears ``pos``,
-``cnt``, ``done`` and loads the running addresses from the bases (the state outputs show them
-from the next cycle; the registers take them in that cycle).
+without fault and not written since). A start clears ``pos``, ``cnt``, ``done`` and loads the
+running addresses from the bases.
 """
 
 from amaranth import Cat, Const, Module, Mux, Signal
@@ -144,7 +143,6 @@ class DescriptorTable(wiring.Component):
 
         # ---- run state -------------------------------------------------------------------------
         legal = Signal(T)
-        fresh = Signal(T)                                               # started in the last cycle
         rep = [Signal(16, name=f"rep{t}") for t in range(T)]            # unit within its group
         rbase = [Signal(PTR_BITS, name=f"rbase{t}") for t in range(T)]  # FMAC: this row's operands
         # The group in progress (only the accumulator's owner is ever in the middle of one): its
@@ -182,7 +180,7 @@ class DescriptorTable(wiring.Component):
                 m.d.sync += legal[t].eq(commit & ~self.stop_all & (code == 0) & (cand.op != Op.NOP))
             chained = _or_all([(ends[u] | v_ends[u]) & desc[u].chain & (desc[u].next == t)
                                for u in range(T) if u != t])
-            start = ((chained & legal[t] & ~written)
+            start = ((chained & legal[t])
                      | (commit_start & (self.index == t) & ~self.stop_all))
             v_here = self.v_t == t
             stop = (ends[t] | self.w_stop[t] | self.s_stop[t]
@@ -193,22 +191,12 @@ class DescriptorTable(wiring.Component):
             group_end = rep[t] + 1 >= d.group
             # lo <= cnt + 1 < hi, from lo <= cnt < hi (lo <= hi: a commit check)
             in_range_next = Mux(cnt + 1 == d.hi, 0, Mux(cnt + 1 == d.lo, 1, self.in_range[t]))
-            # A start shows the run's first state in the next cycle (fresh): the state outputs are
-            # the bases then, and the registers take them; the start itself loads only active.
-            R = {}
-            for name, out, base in (
-                    ("pos", pos, 0), ("sub", self.sub[t], 0), ("cnt", cnt, 0), ("done", done, 0),
-                    ("rep", rep[t], 0), ("aptr", aptr, d.a_base), ("bptr", bptr, d.b_base),
-                    ("dptr", dptr, d.dst_base), ("rbase", rbase[t], d.a_base), ("saddr", self.saddr[t], d.dst_base),
-                    ("in_range", self.in_range[t], (d.lo == 0) & (d.hi != 0))):
-                R[name] = Signal(len(out.as_value()) if hasattr(out, "as_value") else len(out),
-                                 name=f"{name}{t}_q")
-                m.d.comb += out.eq(Mux(fresh[t], base, R[name]))
-                with m.If(fresh[t]):
-                    m.d.sync += R[name].eq(out)
-            m.d.sync += fresh[t].eq(start)
             with m.If(start):
-                m.d.sync += self.active[t].eq(1)
+                m.d.sync += [self.active[t].eq(1), pos.eq(0), self.sub[t].eq(0), cnt.eq(0), done.eq(0),
+                             rep[t].eq(0),
+                             aptr.eq(d.a_base), bptr.eq(d.b_base), dptr.eq(d.dst_base),
+                             rbase[t].eq(d.a_base), self.saddr[t].eq(d.dst_base),
+                             self.in_range[t].eq((d.lo == 0) & (d.hi != 0))]
             with m.Else():
                 with m.If(stop):
                     m.d.sync += self.active[t].eq(0)
@@ -217,39 +205,39 @@ class DescriptorTable(wiring.Component):
                     # FMAC rows in groups (docs/pe.md#fmac-pipeline): the next row of the group, or the
                     # group's first row at the next wavelet index, or the next group.
                     with m.If(~self.sweep_end[t]):
-                        m.d.sync += [R['sub'].eq(self.sub[t] + 1), R['cnt'].eq(cnt + 1),
-                                     R['rep'].eq(Mux(group_end, 0, rep[t] + 1)), R['rbase'].eq(next_row),
-                                     R['aptr'].eq(next_row + ioff[t]), R['dptr'].eq(dptr + L)]
+                        m.d.sync += [self.sub[t].eq(self.sub[t] + 1), cnt.eq(cnt + 1),
+                                     rep[t].eq(Mux(group_end, 0, rep[t] + 1)), rbase[t].eq(next_row),
+                                     aptr.eq(next_row + ioff[t]), dptr.eq(dptr + L)]
                     with m.Elif(~unit_end):
-                        m.d.sync += [R['sub'].eq(0), R['pos'].eq(pos + 1),
-                                     R['cnt'].eq(Mux(first[t], cnt, g_cnt)), R['rep'].eq(Mux(first[t], rep[t], g_rep)),
-                                     R['rbase'].eq(Mux(first[t], rbase[t], g_rbase)),
-                                     R['dptr'].eq(Mux(first[t], dptr, g_dptr)),
-                                     R['aptr'].eq(Mux(first[t], rbase[t], g_rbase) + ioff[t] + d.a_stride)]
+                        m.d.sync += [self.sub[t].eq(0), pos.eq(pos + 1),
+                                     cnt.eq(Mux(first[t], cnt, g_cnt)), rep[t].eq(Mux(first[t], rep[t], g_rep)),
+                                     rbase[t].eq(Mux(first[t], rbase[t], g_rbase)),
+                                     dptr.eq(Mux(first[t], dptr, g_dptr)),
+                                     aptr.eq(Mux(first[t], rbase[t], g_rbase) + ioff[t] + d.a_stride)]
                     with m.Else():
-                        m.d.sync += [R['sub'].eq(0), R['pos'].eq(0), R['cnt'].eq(cnt + 1),
-                                     R['rep'].eq(Mux(group_end, 0, rep[t] + 1)), R['rbase'].eq(next_row),
-                                     R['aptr'].eq(next_row), R['dptr'].eq(dptr + L)]
+                        m.d.sync += [self.sub[t].eq(0), pos.eq(0), cnt.eq(cnt + 1),
+                                     rep[t].eq(Mux(group_end, 0, rep[t] + 1)), rbase[t].eq(next_row),
+                                     aptr.eq(next_row), dptr.eq(dptr + L)]
                 with m.Elif(w_step | self.s_step[t]):
                     # STORE: word pos of vector cnt (saddr follows it)
-                    m.d.sync += [R['pos'].eq(Mux(unit_end, 0, pos + 1)),
-                                 R['saddr'].eq(self.saddr[t] + Mux(d.b_stride == 0, 1, d.b_stride))]
+                    m.d.sync += [pos.eq(Mux(unit_end, 0, pos + 1)),
+                                 self.saddr[t].eq(self.saddr[t] + Mux(d.b_stride == 0, 1, d.b_stride))]
                     with m.If(unit_end):
                         next_dptr = dptr + Mux(self.in_range[t], Mux(d.b_stride == 0, L, 1), 0)
-                        m.d.sync += [R['cnt'].eq(cnt + 1), R['dptr'].eq(next_dptr), R['saddr'].eq(next_dptr),
-                                     R['in_range'].eq(in_range_next)]
+                        m.d.sync += [cnt.eq(cnt + 1), dptr.eq(next_dptr), self.saddr[t].eq(next_dptr),
+                                     self.in_range[t].eq(in_range_next)]
                 with m.If(self.v_issue & (self.v_issue_t == t)):
                     unit = Mux(d.vmode == VecMode.DOT, d.count, L)
-                    m.d.sync += [R['cnt'].eq(cnt + 1), R['bptr'].eq(bptr + d.b_stride),
-                                 R['rep'].eq(Mux(group_end, 0, rep[t] + 1)), R['in_range'].eq(in_range_next)]
+                    m.d.sync += [cnt.eq(cnt + 1), bptr.eq(bptr + d.b_stride),
+                                 rep[t].eq(Mux(group_end, 0, rep[t] + 1)), self.in_range[t].eq(in_range_next)]
                     with m.If(group_end):
-                        m.d.sync += R['aptr'].eq(aptr + d.a_stride)
+                        m.d.sync += aptr.eq(aptr + d.a_stride)
                     with m.If(self.in_range[t]):
-                        m.d.sync += R['dptr'].eq(dptr + unit)
+                        m.d.sync += dptr.eq(dptr + unit)
                 w_inc = self.w_inc & (self.w_inc_t == t)
                 s_inc = self.s_inc & (self.s_inc_t == t)
                 with m.If(w_inc | s_inc | (self.v_unit & v_here)):
-                    m.d.sync += R['done'].eq(done + 1 + (w_inc & s_inc))
+                    m.d.sync += done.eq(done + 1 + (w_inc & s_inc))
         return m
 
     def _vec_past(self, d, t, L, S):

@@ -22,7 +22,7 @@ from amaranth.lib.wiring import In, Out
 
 from arch.pe_map import FAULT_STATUS, Fault, Op
 
-from ..layouts import as_array
+from ..layouts import as_array, two_or_more
 from ..wavelet import Wavelet
 from .descriptor_table import state_shapes
 
@@ -76,7 +76,7 @@ class StoreEngine(wiring.Component):
         for t in reversed(range(T)):
             with m.If(match[t]):
                 m.d.comb += sel.eq(t)
-        dup = (match & (match - 1)).any() | (self.w_step & match).any()
+        dup = two_or_more(match) | (self.w_step & match).any()
         in_range = (match & self.in_range).any()
         unit_end = (match & self.unit_end).any()
         past = (match & self.past).any()

@@ -40,7 +40,7 @@ from arch.pe_map import FAULT_STATUS, Fault, Op, acc_slots, fmac_write_delay
 
 from ..fp.bf16_mul import Bf16MulCore
 from ..fp.fp32_add import Fp32AddCore
-from ..layouts import as_array
+from ..layouts import as_array, two_or_more
 from ..wavelet import Wavelet
 from .descriptor_table import state_shapes
 
@@ -86,7 +86,7 @@ class WaveletEngine(wiring.Component):
         for t in reversed(range(T)):
             with m.If(match[t]):
                 m.d.comb += wsel.eq(t)
-        dup = (match & (match - 1)).any()
+        dup = two_or_more(match)
         is_fmac_t = Cat(self.desc[t].op == Op.FMAC for t in range(T))
         is_fmac = (match & is_fmac_t).any()
         in_range = (match & self.in_range).any()
