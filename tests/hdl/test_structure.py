@@ -14,7 +14,7 @@ from the generated Verilog at the ``tiny`` preset:
 * **LUT levels** (``synth_ecp5``, counted by ``bench.synth.lut_levels``) of the ``router`` at most
   :data:`MAX_LUT_LEVELS` (7), derived from the 75 MHz target of ``make synth``
   (``bench.synth.ECP5_FREQ``) and the ECP5 delays measured there (see the constants below); of
-  ``pe_core`` at the hardware stages at most its measured :data:`PE_CORE_LUT_LEVELS` (21, the
+  ``pe_core`` at the hardware stages at most its measured :data:`PE_CORE_LUT_LEVELS` (12, the
   target not met yet: a regression guard).
 
 Uses Debian's yosys when it is on PATH (``make test`` installs it as root), else YoWASP's
@@ -69,12 +69,13 @@ MUL_CORE = "bf16_significand_product"
 # at a DP16KD without its output register, or crosses an unregistered MULT18X18D, has 5.8 or
 # 3.9 ns less, which the levels do not show: the Fmax of make synth does.)
 # Measured levels: router 12 before its registered requests, 7 since; pe_core at the hardware
-# stages 53 before its vector unit was pipelined, 21 since (PE_CORE_LUT_LEVELS), at 0/0 stages 54.
+# stages 53 before its vector unit was pipelined, 21 since, 12 since the descriptor table computes
+# the engines' step flags per descriptor (PE_CORE_LUT_LEVELS), at 0/0 stages 54.
 NS_PER_LEVEL = 1.75
 NS_REGISTER = 0.52
 MAX_LUT_LEVELS = math.floor((1000 / ECP5_FREQ - NS_REGISTER) / NS_PER_LEVEL)
 # pe_core at tiny with the hardware stages, measured (yosys 0.23 synth_ecp5): its stage-0 control.
-PE_CORE_LUT_LEVELS = 21
+PE_CORE_LUT_LEVELS = 12
 
 # Cells that end a combinational path: flip-flops and latches of every kind, memories.
 _SEQUENTIAL = ("$dff", "$adff", "$sdff", "$aldff", "$dffsr", "$dlatch", "$adlatch", "$sr", "$ff",
