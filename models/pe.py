@@ -50,7 +50,7 @@ __all__ = ["PeModel", "fmac_cycles", "unit_cycles", "VEC_FETCH_CYCLES", "DEP_TO_
            "run_forward_kernel",
            "ramp2_colors", "COLOR_W", "COLOR_PSUM", "COLOR_RESULT", "COLOR_RESULT_T",
            "COLOR_X_T", "vec_out_cycles", "vec_pick_delay", "vec_done_to_tx_cycles", "dep_to_tx_cycles",
-           "dot_word_cycles"]
+           "dot_word_cycles", "STORE_QUEUE_DEPTH", "StoreQueue"]
 
 
 # The vector unit's fetch stage: pick and read A, latch A and read B, latch B. It overlaps the
@@ -93,7 +93,8 @@ def dep_to_tx_cycles(mul_stages=0, add_stages=0):
     FMAC row, a STORE vector on ``rx``) to the tx transfer of the first word of an idle VEC that
     waited only on it, tx always ready: the engine writes the unit and counts it
     :func:`arch.pe_map.fmac_write_delay` cycles after the transfer, then
-    :func:`vec_done_to_tx_cycles`. (A STORE on ``rx2`` writes one cycle after its transfer.)"""
+    :func:`vec_done_to_tx_cycles`. (A STORE on ``rx2`` writes one cycle after its transfer unless
+    its bank is taken then: :class:`StoreQueue`.)"""
     return fmac_write_delay(mul_stages, add_stages) + vec_done_to_tx_cycles(mul_stages, add_stages)
 
 
@@ -132,6 +133,74 @@ def unit_cycles(lanes, mul_stages=0, add_stages=0):
     (:func:`vec_out_cycles`: 0 unpipelined). Back to back, vectors take ``lanes`` cycles each
     (``lanes >= 3``); a DOT word :func:`dot_word_cycles` (unpipelined also ``lanes + 3``)."""
     return lanes + VEC_FETCH_CYCLES + vec_out_cycles(mul_stages, add_stages)
+
+
+# The store engine's stage 1 holds up to two words (hdl/pe/store_engine.py).
+STORE_QUEUE_DEPTH = 2
+
+
+class StoreQueue:
+    """Cycle model of the store engine's stage 1 (``hdl/pe/store_engine.py``,
+    docs/pe.md#second-input): up to :data:`STORE_QUEUE_DEPTH` words taken from ``rx2``, written in
+    order, the head and the word behind it in the same cycle when they can. An entry is
+    ``(t, bank or None, unit_end)`` (``bank``: the SRAM bank its word goes to, None when its vector
+    is outside ``[lo, hi)`` and nothing is written). In a cycle whose wavelet-engine write takes
+    the banks ``row``:
+
+    * the head goes (is written, or dropped when it writes nothing) unless its bank is in ``row``;
+    * the second goes with it (the second store word of that cycle, one write per bank still)
+      unless its bank is in ``row`` or is the head's, or both end a unit (``done`` counts one
+      unit per engine and cycle); else it becomes the head;
+    * ``rx2.ready`` is low only while both entries are full and the head waits
+      (:meth:`ready`): one word waits for its bank while ``rx2`` keeps flowing, and the two
+      drain together once the bank is free;
+    * a unit is counted in the cycle its last word goes; ``pending``: a word stays after this
+      cycle (the core's ``busy`` holds the next cycle).
+
+    A word taken in cycle ``t`` into an empty queue is written in ``t + 1`` unless its bank is
+    taken then, as before the second entry."""
+
+    def __init__(self):
+        self.q = []
+        self.waits = 0          # cycles the head waited for its bank
+
+    def _goes(self, row):
+        """``(head goes, second goes)`` in a cycle whose row write takes banks ``row``."""
+        if not self.q:
+            return False, False
+        (_, hb, he) = self.q[0]
+        h_go = hb is None or hb not in row
+        if len(self.q) < 2 or not h_go:
+            return h_go, False
+        (_, bb, be) = self.q[1]
+        b_go = (bb is None or (bb not in row and bb != hb)) and not (he and be)
+        return h_go, b_go
+
+    def ready(self, row):
+        """``rx2.ready`` in a cycle whose row write takes banks ``row``."""
+        return len(self.q) < STORE_QUEUE_DEPTH or self._goes(row)[0]
+
+    def pending(self, row):
+        """A word stays in the queue after a cycle whose row write takes banks ``row``."""
+        return len(self.q) > sum(self._goes(row))
+
+    def cycle(self, row, new=None):
+        """One cycle: the entries that go, then ``new`` (the word taken from ``rx2`` in this cycle,
+        an entry, or None) enters. Returns ``(banks written, t of the unit counted or None)``."""
+        if new is not None and not self.ready(row):
+            raise ValueError("a wavelet arrived on rx2 while it was not ready")
+        goes = sum(self._goes(row))
+        self.waits += bool(self.q) and not goes
+        written, inc = set(), None
+        for t, bank, end in self.q[:goes]:
+            if bank is not None:
+                written.add(bank)
+            if end:
+                inc = t
+        del self.q[:goes]
+        if new is not None:
+            self.q.append(new)
+        return written, inc
 
 
 class PeModel:

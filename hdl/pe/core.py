@@ -7,8 +7,9 @@ bound to colors. Three engines run concurrently:
   never waits for data or for ``tx``) and runs one step of the active ``FMAC`` or ``STORE``
   descriptor whose ``color`` matches;
 * the **store engine** takes one wavelet per cycle from ``rx2`` (the router's RAMP2 channel) and
-  runs one step of the active ``STORE`` descriptor whose ``color`` matches; ``rx2.ready`` is low
-  only in a cycle its word waits for a bank the wavelet engine writes;
+  runs one step of the active ``STORE`` descriptor whose ``color`` matches; its stage 1 holds
+  two words, so ``rx2.ready`` is low only in a cycle it holds two and the first waits for a bank
+  the wavelet engine writes (the two are written together, in two banks, once it is free);
 * the **vector unit** runs ``VEC`` descriptors whose dependencies are met, one vector at a time,
   and is the only sender on ``tx``.
 
@@ -16,8 +17,9 @@ Ports: ``rx: In(stream.Signature(Wavelet))`` (from the router's RAMP output), ``
 In(stream.Signature(Wavelet))`` (from the router's RAMP2 output), ``tx:
 Out(stream.Signature(Wavelet))`` (to the router's RAMP input; registered: valid and payload are
 flops), ``cfg: In(ConfigBus())``, ``fault: Out(1)`` (the sticky fault flag), ``busy: Out(1)``
-(registered: a descriptor was active in the previous cycle; low means every run has ended and
-its last word is written, so the core holds its results).
+(registered: in the previous cycle a descriptor was active, or a wavelet or store engine's word
+was still on its way to SRAM after it; low means every run has ended and its last word is
+written, so the core holds its results).
 
 Parts: :class:`~hdl.pe.descriptor_table.DescriptorTable` (descriptors, commit checks, run state,
 running addresses), :class:`~hdl.pe.wavelet_engine.WaveletEngine`,
@@ -31,7 +33,8 @@ word is its exact fp32 value); the multipliers and the ReLU mask read only those
 interleaved banks (word ``a`` in bank ``a mod banks``), so with ``lanes <= sram_banks`` any vector
 is one access per bank. It is held twice, each bank a 1R1W memory: the lanes' copy (also read by
 configuration reads) and the vector unit's; every write goes to both: the wavelet engine's first,
-then the store engine's, then a configuration write or the vector unit's store.
+then the store engine's (up to two words, in two banks), then a configuration write or the
+vector unit's store.
 
 Operations (L = lanes; ``n`` = unit index, from 0, of a run of ``reps`` units)
 ----------------------------------------------------------------------------
@@ -151,8 +154,8 @@ class PeCore(wiring.Component):
         sram = m.submodules.sram = PeSram(words=S, banks=cfg.sram_banks, lanes=L)
         table = m.submodules.table = DescriptorTable(cfg)
         weng = m.submodules.wavelet_engine = WaveletEngine(cfg)
-        m.d.sync += self.busy.eq(table.active.any() | weng.pending)
         seng = m.submodules.store_engine = StoreEngine(cfg)
+        m.d.sync += self.busy.eq(table.active.any() | weng.pending | seng.pending)
         vec = m.submodules.vector_unit = VectorUnit(cfg)
 
         # ---- configuration bus decode ---------------------------------------------------------
@@ -213,6 +216,8 @@ class PeCore(wiring.Component):
             sram.row_mask.eq(weng.wr_mask),
             sram.store_addr.eq(seng.wr_addr), sram.store_data.eq(seng.wr_data),
             sram.store_en.eq(seng.wr_en), seng.wr_blocked.eq(sram.store_blocked),
+            sram.store2_addr.eq(seng.wr2_addr), sram.store2_data.eq(seng.wr2_data),
+            sram.store2_en.eq(seng.wr2_en), seng.wr2_blocked.eq(sram.store2_blocked),
             sram.word_addr.eq(Mux(cfg_sram_we, a, vec.wr_addr)),
             sram.word_data.eq(Mux(cfg_sram_we, Mux(pack, bus.wdata & 0xFFFF0000, bus.wdata),
                                   vec.wr_data)),

@@ -12,9 +12,13 @@ Ports (addresses are word addresses below ``words``):
   (lane ``l`` = word ``addr + l``) of copy 0 / copy 1, the cycle after the address (registered).
 * ``row_addr``, ``row_data``, ``row_mask``: lane ``l`` writes ``row_data[l]`` to ``row_addr + l``
   where ``row_mask[l]`` is set. Priority over the store and the word write.
-* ``store_addr``, ``store_data``, ``store_en``: one word (the store engine's); ``store_blocked``
+* ``store_addr``, ``store_data``, ``store_en``: one word (the store engine's head); ``store_blocked``
   (combinational) is high when the row write uses its bank; it is then not written. Priority over
-  the word write.
+  the second store word and the word write.
+* ``store2_addr``, ``store2_data``, ``store2_en``: a second word of the store engine (the one
+  behind its head, in the same cycle); ``store2_blocked`` (combinational) is high when the row
+  write or the first store word uses its bank; it is then not written. Priority over the word
+  write. (Each bank still takes one write per cycle: the two store words go to two banks.)
 * ``word_addr``, ``word_data``, ``word_en``: one word; with ``word_pair`` also ``word_data2`` to
   ``word_addr + 1`` (its bank is the next one, so ``banks >= 2``; not written past the last word).
   ``word_blocked`` (combinational) is high when the row write or a store uses the bank of a word
@@ -40,6 +44,7 @@ class PeSram(wiring.Component):
             "vec_addr": In(16), "vec_data": Out(vec),
             "row_addr": In(16), "row_data": In(vec), "row_mask": In(lanes),
             "store_addr": In(16), "store_data": In(32), "store_en": In(1), "store_blocked": Out(1),
+            "store2_addr": In(16), "store2_data": In(32), "store2_en": In(1), "store2_blocked": Out(1),
             "word_addr": In(16), "word_data": In(32), "word_en": In(1), "word_blocked": Out(1),
             "word_pair": In(1), "word_data2": In(32),
         })
@@ -65,6 +70,7 @@ class PeSram(wiring.Component):
         # Per bank: the row write's lane (and whether it writes), else the word write.
         row_lo, row_hi = split(self.row_addr)
         store_lo, store_hi = split(self.store_addr)
+        store2_lo, store2_hi = split(self.store2_addr)
         word_lo, word_hi = split(self.word_addr)
         # the pair's word word_addr + 1: the next bank, on the next line after the last bank
         pair_lo = (word_lo + 1)[:lb] if lb else Const(0, 1)
@@ -74,6 +80,7 @@ class PeSram(wiring.Component):
         mask = Cat(self.row_mask, Const(0, NB - L)) if NB > L else self.row_mask
         row_en = Signal(NB)
         store_en = Signal(NB)       # per bank: the store writes it
+        store2_en = Signal(NB)      # per bank: the second store word writes it
         wr_addr = [Signal(line_bits, name=f"wr_addr{b}") for b in range(NB)]
         wr_data = [Signal(32, name=f"wr_data{b}") for b in range(NB)]
         wr_en = [Signal(name=f"wr_en{b}") for b in range(NB)]
@@ -83,20 +90,24 @@ class PeSram(wiring.Component):
             m.d.comb += lane.eq(lane_of(b, row_lo))
             m.d.comb += row_en[b].eq(mask.bit_select(lane, 1) if NB > 1 else mask[0])
             m.d.comb += store_en[b].eq(self.store_en & (store_lo == b) & ~row_en[b])
+            m.d.comb += store2_en[b].eq(self.store2_en & (store2_lo == b) & ~row_en[b] & ~store_en[b])
             word_here = self.word_en & (word_lo == b)
             pair_here = self.word_en & pair_en & (pair_lo == b)
             m.d.comb += [
-                wr_en[b].eq(row_en[b] | store_en[b] | word_here | pair_here),
+                wr_en[b].eq(row_en[b] | store_en[b] | store2_en[b] | word_here | pair_here),
                 wr_addr[b].eq(Mux(row_en[b], line(b, row_lo, row_hi),
-                                  Mux(store_en[b], store_hi, Mux(pair_here, pair_hi, word_hi)))),
+                                  Mux(store_en[b], store_hi,
+                                      Mux(store2_en[b], store2_hi, Mux(pair_here, pair_hi, word_hi))))),
                 wr_data[b].eq(Mux(row_en[b], lanes[lane],
                                   Mux(store_en[b], self.store_data,
-                                      Mux(pair_here, self.word_data2, self.word_data)))),
+                                      Mux(store2_en[b], self.store2_data,
+                                          Mux(pair_here, self.word_data2, self.word_data))))),
             ]
         taken = Signal(NB)
         m.d.comb += [
-            taken.eq(row_en | store_en),
+            taken.eq(row_en | store_en | store2_en),
             self.store_blocked.eq(row_en.bit_select(store_lo, 1)),
+            self.store2_blocked.eq((row_en | store_en).bit_select(store2_lo, 1)),
             self.word_blocked.eq(taken.bit_select(word_lo, 1) | (pair_en & taken.bit_select(pair_lo, 1))),
         ]
 

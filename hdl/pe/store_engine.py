@@ -7,17 +7,32 @@ Stage 0 (the cycle of the ``rx2`` transfer): match the color among the active ST
 check (faults ``UNBOUND``: no active STORE on the color, ``DUP_COLOR``: two, or the wavelet engine
 steps the same descriptor in this cycle; ``RANGE``; in that order, the wavelet is dropped), step
 the descriptor (``step[t]``, or ``stop[t]`` on ``RANGE``, to the table, which computed the step's
-flags and word address beforehand: ``unit_end``, ``past``, ``saddr``). Stage 1 (the next cycle):
-write the word (``wr_*``) when it is in the index range, and count the unit (``inc``).
+flags and word address beforehand: ``unit_end``, ``past``, ``saddr``) and put the word into
+stage 1.
 
-A stage-1 write whose bank the wavelet engine writes in the same cycle (``wr_blocked``) waits a
-cycle, and so does ``rx2``: ``rx2.ready`` is low exactly in the cycles stage 1 waits (it depends
-on registers and the wavelet engine's stage 1 only, never on ``rx2``). The unit is counted when
-its last word is written.
+Stage 1 holds two words in registers, the head ``h`` and the word behind it ``b`` (``b`` full only
+with ``h``), written in order (their vector in the index range; else a word just leaves), one
+unit counted per cycle (``inc``, in the cycle a unit's last word goes). In each cycle:
+
+* ``h`` is written (``wr_*``) unless the wavelet engine writes its bank in this cycle
+  (``wr_blocked``): then it waits;
+* ``b`` is written in the same cycle as ``h`` (``wr2_*``: a second word, to another bank, so
+  still one write per bank) unless the wavelet engine writes its bank (``wr2_blocked``, which
+  also covers ``h``'s bank), or ``h`` and ``b`` both end a unit; else it becomes the head;
+* ``rx2.ready`` is low only while ``b`` is full and ``h`` waits (it depends on registers and the
+  wavelet engine's write only, never on ``rx2``); a taken word goes to ``h`` if ``h`` leaves
+  (and ``b`` too), else to ``b``.
+
+So a word that waits for its bank costs ``rx2`` nothing: the next word comes in behind it and the
+two go together once the bank is free (an FMAC row write takes its banks for one cycle), so a
+stream of one word per cycle loses a cycle only when the head waits two cycles in a row or the
+two words cannot go together. A word taken in cycle ``t`` into an empty stage 1 is written in
+``t + 1`` unless its bank is taken then. ``pending``: a word stays in stage 1 after this cycle (the
+core's ``busy``). The cycle model is ``models.pe.StoreQueue``.
 """
 
 from amaranth import Cat, Module, Mux, Signal
-from amaranth.lib import stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from arch.pe_map import FAULT_STATUS, Fault, Op
@@ -42,6 +57,8 @@ class StoreEngine(wiring.Component):
             "step": Out(T), "stop": Out(T),
             "inc": Out(1), "inc_t": Out(idx),
             "wr_addr": Out(16), "wr_data": Out(32), "wr_en": Out(1), "wr_blocked": In(1),
+            "wr2_addr": Out(16), "wr2_data": Out(32), "wr2_en": Out(1), "wr2_blocked": In(1),
+            "pending": Out(1),
             "fault": Out(1), "fault_code": Out(FAULT_STATUS.field_width("code")),
             "fault_index": Out(FAULT_STATUS.field_width("index")),
         })
@@ -51,23 +68,30 @@ class StoreEngine(wiring.Component):
         cfg = self._cfg
         T = cfg.num_tasks
 
-        # ---- stage 1: the word waiting to be written ----------------------------------------
-        s1_full, s1_write, s1_unit_end = Signal(), Signal(), Signal()
-        s1_t = Signal(range(max(T, 2)))
-        s1_addr, s1_data = Signal(16), Signal(32)
-        wait = Signal()
+        # ---- stage 1: two words, the head h and the word behind it b ------------------------
+        entry = data.StructLayout({"write": 1, "unit_end": 1, "t": range(max(T, 2)), "addr": 16,
+                                   "data": 32})
+        h, b = Signal(entry, name="h"), Signal(entry, name="b")
+        h_full, b_full = Signal(), Signal()
+        h_wait, h_go, b_go = Signal(), Signal(), Signal()
         m.d.comb += [
-            wait.eq(s1_full & s1_write & self.wr_blocked),
-            self.wr_en.eq(s1_full & s1_write),
-            self.wr_addr.eq(s1_addr),
-            self.wr_data.eq(s1_data),
-            self.inc.eq(s1_full & s1_unit_end & ~wait),
-            self.inc_t.eq(s1_t),
-            self.rx2.ready.eq(~wait),
+            h_wait.eq(h_full & h.write & self.wr_blocked),
+            h_go.eq(h_full & ~h_wait),
+            b_go.eq(b_full & h_go & ~(b.write & self.wr2_blocked) & ~(h.unit_end & b.unit_end)),
+            self.wr_en.eq(h_full & h.write),
+            self.wr_addr.eq(h.addr),
+            self.wr_data.eq(h.data),
+            self.wr2_en.eq(b_full & b.write & h_go & ~(h.unit_end & b.unit_end)),
+            self.wr2_addr.eq(b.addr),
+            self.wr2_data.eq(b.data),
+            self.inc.eq((h_go & h.unit_end) | (b_go & b.unit_end)),
+            self.inc_t.eq(Mux(h.unit_end, h.t, b.t)),
+            self.pending.eq((h_full & ~h_go) | (b_full & ~b_go)),
+            self.rx2.ready.eq(~(b_full & h_wait)),
         ]
 
         # ---- stage 0 ------------------------------------------------------------------------
-        fire = self.rx2.valid & ~wait
+        fire = self.rx2.valid & self.rx2.ready
         color = self.rx2.payload.color
         match = Signal(T)
         m.d.comb += match.eq(Cat(self.active[t] & (self.desc[t].op == Op.STORE)
@@ -95,13 +119,22 @@ class StoreEngine(wiring.Component):
             with m.Else():
                 m.d.comb += [self.fault_code.eq(Fault.RANGE), self.fault_index.eq(sel)]
 
-        with m.If(~wait):
-            m.d.sync += [
-                s1_full.eq(self.step.any()),
-                s1_write.eq(in_range),
-                s1_unit_end.eq(unit_end),
-                s1_t.eq(sel),
-                s1_addr.eq(Mux(in_range, word, 0)),
-                s1_data.eq(self.rx2.payload.data),
-            ]
+        new = Signal(entry, name="s0")
+        m.d.comb += [
+            new.write.eq(in_range),
+            new.unit_end.eq(unit_end),
+            new.t.eq(sel),
+            new.addr.eq(Mux(in_range, word, 0)),
+            new.data.eq(self.rx2.payload.data),
+        ]
+        new_full = self.step.any()
+        with m.If(~h_go):               # h waits (or is empty): the new word goes behind it
+            with m.If(~b_full):
+                m.d.sync += [b.eq(new), b_full.eq(new_full & h_full)]
+                with m.If(~h_full):
+                    m.d.sync += [h.eq(new), h_full.eq(new_full)]
+        with m.Elif(b_full & ~b_go):    # h goes, b moves up, the new word behind it
+            m.d.sync += [h.eq(b), b.eq(new), b_full.eq(new_full)]
+        with m.Else():                  # h (and b) go: the new word is the head
+            m.d.sync += [h.eq(new), h_full.eq(new_full), b_full.eq(0)]
         return m

@@ -25,7 +25,9 @@ compiler (``compiler/wafer.py``) and the bench actually run, phase by phase. Two
   cycle at a time + a timing model of each PE's wavelet engine and vector unit + the weight and
   gradient links) on the compiler's plan (descriptors, routes, RAMP2 registers). It adds what
   the formulas leave out: the columns' results sharing a row's links to the edge, a store
-  engine's word waiting for the bank of an FMAC row write (``rx2`` not ready meanwhile), and
+  engine's word waiting for the bank of an FMAC row write (``models.pe.StoreQueue``: the next
+  word comes in behind it and the two are written together; ``rx2`` is not ready only while the
+  head waits with both held), and
   vector-unit stores waiting on a stage-1 SRAM write to the same bank (``RtlHardware.sram_banks``).
   A closed formula for those would have to replay the same arbitration, so the model composes
   the cycle-level parts instead (fast: well under a second for the default step).

@@ -14,8 +14,10 @@ row's last wavelet: the row, ``dst_base + n*L + 0:L``; STORE word ``j`` of vecto
 ``t + D``. ``rx`` is not ready while the accumulator owner's next wavelet would read a partial sum
 still in the adder (``_PeTiming.rx_ready``). Stage 1 below means the write stage. The store engine
 does the same for a STORE wavelet received on ``rx2`` (the router's RAMP2 channel), except that
-its stage-1 word waits while the wavelet engine's stage 1 writes its bank, and ``rx2`` is not
-ready in the cycles it waits; the unit counts when its last word is written. The vector unit
+its stage 1 holds two words (``models.pe.StoreQueue``): the head waits while the wavelet engine's
+stage 1 writes its bank, the word behind it is written with it in the same cycle when it can,
+and ``rx2`` is not ready only while both are held and the head waits; the unit counts when its
+last word is written. The vector unit
 (``hdl/pe/vector_unit.py``): the fetch stage FIDLE (picks the lowest ready VEC, unless a DOT
 executes, or it is a DOT and the execute stage is busy) -> FB -> FL (the unit is issued: the
 count advances; the execute stage takes it if it is free at this edge) -> else FULL until it is;
@@ -49,7 +51,7 @@ from arch.pe_map import Op, VecMode, acc_rows, fmac_group_rows, fmac_write_delay
 from arch.ports import NUM_PORTS, RAMP2, Port
 from arch.router_map import route_mask
 from models.fabric import FabricModel
-from models.pe import vec_out_cycles
+from models.pe import StoreQueue, vec_out_cycles
 
 __all__ = ["simulate_phase"]
 
@@ -74,7 +76,7 @@ class _PeTiming:
         self.D = fmac_write_delay(mul_stages, add_stages)
         self.R = acc_rows(add_stages)
         self.wpipe = deque([(None, set(), None)] * self.D)
-        self.s2 = None                     # the store engine's stage 1: (t, bank or None, unit end)
+        self.sq = StoreQueue()             # the store engine's stage 1: (t, bank or None, unit end)
         self.fstate, self.f_t = "FIDLE", None       # the vector unit's fetch stage
         self.f_n = self.f_last = None               # the fetched unit's index, whether it is the last
         self.estate, self.vsel, self.vj, self.vk = "EIDLE", None, 0, 0   # its execute stage
@@ -131,8 +133,9 @@ class _PeTiming:
         return True
 
     def rx2_ready(self):
-        """``rx2.ready`` in this cycle: low while the store engine's word waits for its bank."""
-        return not (self.s2 is not None and self.s2[1] is not None and self.s2[1] in self.wpipe[0][1])
+        """``rx2.ready`` in this cycle: low while the store engine holds two words and the first
+        waits for its bank."""
+        return self.sq.ready(self.wpipe[0][1])
 
     def _store_step(self, t):
         """Stage 0 of a STORE wavelet (either engine): ``(bank written in stage 1 or None, unit
@@ -176,9 +179,10 @@ class _PeTiming:
         return True
 
     def pending(self):
-        """A wavelet-engine write is still ahead in stages 1..D-1 (the core's ``busy`` holds)."""
+        """A wavelet-engine write is still ahead in stages 1..D-1, or a store-engine word stays
+        after the next cycle (the core's ``busy`` holds)."""
         return any(inc is not None or banks or slot is not None
-                   for inc, banks, slot in list(self.wpipe)[1:])
+                   for inc, banks, slot in list(self.wpipe)[1:]) or self.sq.pending(self.wpipe[0][1])
 
     def _match(self, color, ops):
         match = [t for t in sorted(self.d) if self.active[t]
@@ -192,26 +196,18 @@ class _PeTiming:
         in this cycle, or None), ``tx_taken`` (the router took the tx word this cycle)."""
         L = self.L
         # Registered updates computed from the state at the start of the cycle.
-        wait2 = not self.rx2_ready()
         inc_now, s1_banks, _ = self.wpipe.popleft()
         w_inc, w_banks, w_slot = None, set(), None
         unit_done, run_end = [], []
-        # Store engine, stage 1: its word is written unless the wavelet engine takes the bank.
-        inc2, taken_banks = None, set(s1_banks)
-        if self.s2 is not None and not wait2:
-            t2, bank2, end2 = self.s2
-            if bank2 is not None:
-                taken_banks.add(bank2)
-            if end2:
-                inc2 = t2
-            self.s2 = None
-        # Store engine, stage 0.
+        # Store engine, stage 0, then stage 1: its words are written in order, unless the
+        # wavelet engine takes the bank (models.pe.StoreQueue).
+        new2 = None
         if rx2_color is not None:
-            if wait2:
+            if not self.sq.ready(s1_banks):
                 raise ValueError("a wavelet arrived on rx2 while it was not ready")
             t = self._match(rx2_color, (Op.STORE,))
             bank, end = self._store_step(t)
-            self.s2 = (t, bank, end)
+            new2 = (t, bank, end)
             if end:
                 self.pos[t] = 0
                 if self.cnt[t] + 1 == self._get(t, "reps"):
@@ -219,6 +215,8 @@ class _PeTiming:
                 self.cnt[t] += 1
             else:
                 self.pos[t] += 1
+        written2, inc2 = self.sq.cycle(s1_banks, new2)
+        taken_banks = set(s1_banks) | written2
         # Wavelet engine.
         if rx_color is not None:
             t = self._match(rx_color, (Op.FMAC, Op.STORE))

@@ -132,6 +132,37 @@ def test_vector_unit_cycle_formulas():
         assert mdl.cycles(1) == 3 + 6 * L + ads + 2
 
 
+def test_store_queue_cycles():
+    """The store engine's stage 1 (models.pe.StoreQueue), hand-worked: one word per cycle on
+    rx2, words to banks 0, 1, 2, 3 of vector 0 (the last ends the unit), then 4, 5."""
+    q = pe.StoreQueue()
+    row = {0, 1, 2, 3}          # a row write into banks 0..3
+    # cycle 0: word 0 in; nothing to write
+    assert q.ready(set()) and q.cycle(set(), (0, 0, False)) == (set(), None)
+    # cycle 1: word 0's bank is taken: it waits, word 1 comes in behind it (rx2 still ready)
+    assert q.ready(row) and q.cycle(row, (0, 1, False)) == (set(), None) and q.waits == 1
+    # cycle 2: both held and the head's bank is taken again: rx2 is not ready
+    assert not q.ready(row) and q.pending(row)
+    assert q.cycle(row) == (set(), None)
+    with pytest.raises(ValueError, match="not ready"):
+        q.cycle(row, (0, 2, False))
+    # cycle 3: words 0 and 1 written together, word 2 in
+    assert q.ready(set()) and q.cycle(set(), (0, 2, False)) == ({0, 1}, None)
+    # cycle 4: word 2 written, word 3 (the unit's last) in; cycle 5: written, the unit counts
+    assert q.cycle(set(), (0, 3, True)) == ({2}, None)
+    assert q.cycle(set(), (0, None, False)) == ({3}, 0)
+    # a word outside [lo, hi) writes nothing and leaves at once; two words of one bank go apart
+    assert q.cycle({2}, (0, 5, False)) == (set(), None)
+    assert q.cycle({5}, (0, 5, False)) == (set(), None)          # bank 5 taken: both wait
+    assert q.cycle(set()) == ({5}, None) and not q.pending(set())  # one bank: one at a time
+    assert q.cycle(set()) == ({5}, None) and q.q == []
+    # two unit ends go one per cycle (one count per cycle)
+    q.cycle({1}, (1, 1, True))
+    q.cycle({1}, (2, 2, True))
+    assert q.cycle(set()) == ({1}, 1) and q.cycle(set()) == ({2}, 2)
+    assert q.waits == 4
+
+
 def test_mask_round_equals_backward_data():
     """MASK + round on the fp32 dX accumulators with the stored activations = backward_data."""
     rng = np.random.default_rng(4)

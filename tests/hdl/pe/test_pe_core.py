@@ -250,13 +250,17 @@ def vec_cfg(depth=(HW.mul_stages, HW.add_stages), **changes):
     return TINY.replace(mul_stages=depth[0], add_stages=depth[1], **changes)
 
 
-def replay_tx_cycles(cfg, prog, result, *, waits=False):
+def replay_tx_cycles(cfg, prog, result, *, waits=False, store_waits=False, offer2=None):
     """The bench's run replayed on the closed-loop model's PE timing
     (``models.pipeline.wafer_cycles._PeTiming``) with the RTL's input accept cycles, the
     configuration write cycles (each descriptor acts from the cycle after its commit) and the
     monitor's back-pressure: the model's tx transfer cycles (and, with ``waits``, also the
-    cycles a store waited for its bank). For programs that write each descriptor once and no
-    SRAM by configuration while a VEC stores."""
+    cycles a store waited for its bank; with ``store_waits`` the cycles the store engine's head
+    waited for its bank, ``models.pe.StoreQueue``). The model raises if a word came on ``rx2``
+    in a cycle it says ``rx2`` was not ready. With ``offer2`` (a cycle) the ``rx2`` words are
+    offered one per cycle from that cycle instead and taken when the model says ``rx2`` is ready:
+    the model's ``rx2`` transfer cycles come first in the result. For programs that write each
+    descriptor once and no SRAM by configuration while a VEC stores."""
     from models.pipeline.wafer_cycles import _PeTiming
     S, base = cfg.sram_words, status_base(cfg.sram_words, cfg.num_tasks)
     commits = {}
@@ -269,13 +273,24 @@ def replay_tx_cycles(cfg, prog, result, *, waits=False):
                    add_stages=cfg.add_stages)
     rx = dict(zip(result["rx_cycles"], [c for s in prog.steps for c, _ in s["wavelets"]]))
     rx2 = dict(zip(result["rx2_cycles"], [c for s in prog.steps for c, _ in s["wavelets2"]]))
-    out = []
+    words2 = [c for s in prog.steps for c, _ in s["wavelets2"]]
+    out, taken2 = [], []
     for cycle, stall in enumerate(result["tx_stalls"]):
         pe.commit(cycle)
         taken = pe.tx is not None and not stall
         if taken:
             out.append(cycle)
-        pe.cycle(rx.get(cycle), taken, rx2.get(cycle))
+        color2 = rx2.get(cycle)
+        if offer2 is not None:
+            color2 = None
+            if cycle >= offer2 and len(taken2) < len(words2) and pe.rx2_ready():
+                color2 = words2[len(taken2)]
+                taken2.append(cycle)
+        pe.cycle(rx.get(cycle), taken, color2)
+    if offer2 is not None:
+        out = (taken2, out)
+    if store_waits:
+        return out, pe.sq.waits
     return (out, pe.vbank_waits) if waits else out
 
 
@@ -540,9 +555,53 @@ def test_store_engine_beside_fmac():
     result = run(cfg, prog, stall_prob=0.2)
     rx = result["rx_cycles"]
     assert rx == list(range(rx[0], rx[0] + K * R)), "weights were not accepted one per cycle"
-    assert result["rx2_ready_low"] > 0, "no store met an FMAC row write (the wait is untested)"
+    (rx2, tx), waits = replay_tx_cycles(cfg, prog, result, store_waits=True,
+                                        offer2=result["rx2_cycles"][0])
+    assert waits > 0, "no store met an FMAC row write (the wait is untested)"
+    assert (result["rx2_cycles"], result["tx_cycles"]) == (rx2, tx)
     rx_count = result["reads"][1][2 * R * L + list(STATUS).index("RX_COUNT")]
     assert rx_count == K * R + L * R
+
+
+@pytest.mark.parametrize("cfg,K,stalls", [
+    (DEFAULT.replace(sram_words=256, num_colors=4, num_tasks=4), 4, False),
+    (PIPE.replace(lanes=4, sram_banks=8), 4, False),
+    (TINY, 1, True)], ids=["default", "pipelined", "row-every-cycle"])
+def test_store_engine_keeps_rx2_flowing(cfg, K, stalls):
+    """Partial sums on ``rx2`` at one word per cycle beside FMAC rows at line rate. With 4 lanes
+    and 8 banks (every row write takes half the banks; pipelined: groups of 5 rows written in 5
+    consecutive cycles) a word whose bank the row write takes waits in the store engine's stage 1
+    while the next comes in behind it, and the two are written together once the bank is free:
+    ``rx2`` never stalls although the head waited. With a row written every cycle into every bank
+    (tiny, rows of one wavelet) the head waits while the rows stream and ``rx2.ready`` falls once
+    two words are held. In each, every ``rx2`` transfer is in the cycle the store engine's model
+    (``models.pe.StoreQueue`` in the closed-loop PE timing, the words offered one per cycle) says,
+    every ``tx`` transfer (the VEC ADD after each stored vector) too, and the run is bit-exact."""
+    rng = np.random.default_rng(14)
+    L, R = cfg.lanes, 12
+    prog = Program(cfg)
+    prog.step(writes=sram_writes(0, bf16_words(rng, K * L))
+              + desc_writes(cfg, 2, op=Op.VEC, vmode=VecMode.ADD, enable=1, send=1, color=2,
+                            dep_a_en=1, dep_a=0, dep_b_en=1, dep_b=1, a_base=64, a_stride=L,
+                            b_base=128, b_stride=L, count=1, reps=R)
+              + desc_writes(cfg, 1, op=Op.STORE, enable=1, color=1, dst_base=128, reps=R, lo=0, hi=R)
+              + desc_writes(cfg, 0, op=Op.FMAC, enable=1, color=0, a_base=0, a_stride=L,
+                            count=K, reps=R, dst_base=64))
+    prog.step(wavelets=[(0, w) for w in bf16_words(rng, K * R)],
+              wavelets2=[(1, w) for w in fp32_words(rng, L * R)],
+              reads=list(range(64, 64 + R * L)) + list(range(128, 128 + R * L)) + status_reads(cfg))
+    result = run(cfg, prog)
+    rx, rx2 = result["rx_cycles"], result["rx2_cycles"]
+    assert rx == list(range(rx[0], rx[0] + K * R)), "weights were not accepted one per cycle"
+    (model_rx2, model_tx), waits = replay_tx_cycles(cfg, prog, result, store_waits=True,
+                                                    offer2=rx2[0])
+    assert waits > 0, "no store met an FMAC row write (the buffered wait is untested)"
+    assert (rx2, result["tx_cycles"]) == (model_rx2, model_tx)
+    if stalls:
+        assert result["rx2_ready_low"] > 0
+    else:
+        assert rx2 == list(range(rx2[0], rx2[0] + L * R)), "partial sums were not taken one per cycle"
+        assert result["rx2_ready_low"] == 0
 
 
 def test_store_engine_takes_store_only():

@@ -27,7 +27,7 @@ def test_default_system_under_verilator(tmp_path, stall, check_rtl_results):
     assert results["simulator_cycles"] > results["simulated_cycles"] > 0
     assert results["cycles_per_cpu_second"] > 0
     if stall == 0:
-        assert [s["cycles"] for s in results["steps"]] == [3542, 3239]
+        assert [s["cycles"] for s in results["steps"]] == [3414, 3111]
 
 
 @pytest.mark.slow
