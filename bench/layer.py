@@ -13,6 +13,11 @@ OUT = Path(__file__).resolve().parents[1] / "build" / "bench" / "layer"
 MESH, LAYER, SYSTEMS = (4, 4), (256, 256), 1
 
 
+def _blocks(sizes):
+    """``[13, 13, 14]`` -> ``"2 x 13 + 1 x 14"``."""
+    return " + ".join(f"{sizes.count(r)} x {r}" for r in sorted(set(sizes)))
+
+
 def run():
     cfg = preset("hardware", mesh_rows=MESH[0], mesh_cols=MESH[1], swarmx_leaves=SYSTEMS)
     m, k = LAYER
@@ -21,8 +26,8 @@ def run():
              round(p["lane_utilization"], 3)] for p in result["phases"]]
     title = (f"{m} x {k} layer, batch {result['batch']}, {MESH[0]} x {MESH[1]} PEs, "
              f"{cfg.sram_words}-word SRAM ({result['simulator']}; RTL == model, bit-exact; "
-             f"output rows per block: forward {result['blocks']['forward']}, "
-             f"backward-weight {result['blocks']['backward-weight']})")
+             f"blocks of output rows: forward {_blocks(result['blocks']['forward'])}, "
+             f"backward-weight {_blocks(result['blocks']['backward-weight'])})")
     result["tables"] = [{"title": title,
                          "columns": ["phase", "runs", "config cycles", "run cycles",
                                      "formula (no contention)", "lane utilization"],

@@ -10,8 +10,9 @@ lane-cycles per run cycle.
 
 Forward keeps, per PE, an accumulator row and an incoming partial-sum row per output row, and
 backward-weight ``M |K_q|`` partials and as many incoming sums: where the whole layer does not fit a
-PE's SRAM, these two run in blocks of output rows (the largest divisor of M that fits), each block
-a phase of its own (its own configuration and weight rows); the records sum the blocks.
+PE's SRAM, these two run in blocks of output rows (:func:`row_blocks`: as few blocks as the largest
+block that fits allows, their sizes differing by at most one row), each block a phase of its own
+(its own configuration and weight rows); the records sum the blocks.
 Backward-data sums over M and runs whole.
 """
 
@@ -40,7 +41,7 @@ from models.pipeline.rtl_schedule import (
 from sim.system.rtl_host import PhaseRunner
 from sim.system.rtl_training import PhaseRequest
 
-__all__ = ["run_layer", "row_block", "layer_data"]
+__all__ = ["run_layer", "row_block", "row_blocks", "layer_data"]
 
 
 def layer_data(m, k, batch, seed):
@@ -54,18 +55,36 @@ def layer_data(m, k, batch, seed):
 
 
 def row_block(cfg, kind, m, k, batch):
-    """The largest divisor of ``m`` whose ``kind`` phase (``"forward"`` or ``"backward-weight"``)
-    the compiler fits on the wafer."""
+    """The most output rows (at most ``m``) whose ``kind`` phase (``"forward"`` or
+    ``"backward-weight"``) the compiler fits on the wafer."""
     compile_phase = {"forward": compile_forward, "backward-weight": compile_backward_weight}[kind]
     for rows in range(m, 0, -1):
-        if m % rows == 0:
-            try:
-                compile_phase(cfg, m=rows, k=k, batch=batch)
-                return rows
-            except WaferCompileError as e:
-                if "SRAM" not in str(e) and "multiple of lanes" not in str(e):
-                    raise
+        try:
+            compile_phase(cfg, m=rows, k=k, batch=batch)
+            return rows
+        except WaferCompileError as e:
+            if "SRAM" not in str(e) and "multiple of lanes" not in str(e):
+                raise
     raise WaferCompileError(f"{kind} of a {m}x{k} layer fits the wafer in no block of rows")
+
+
+def row_blocks(cfg, kind, m, k, batch):
+    """The blocks of output rows ``kind`` runs an ``m``-row layer in, as row counts in run order:
+    as few as blocks of :func:`row_block` rows allow, ``n = ceil(m / row_block)``, the first
+    ``n - m mod n`` of ``m // n`` rows, the rest one more (each block pays the phase's fill and
+    drain, so fewer, larger blocks win; the largest that fits need not divide ``m``)."""
+    n = -(-m // row_block(cfg, kind, m, k, batch))
+    small, big = divmod(m, n)
+    return [small] * (n - big) + [small + 1] * big
+
+
+def _starts(blocks):
+    """``(first row, rows)`` of each block."""
+    out, r0 = [], 0
+    for rows in blocks:
+        out.append((r0, rows))
+        r0 += rows
+    return out
 
 
 def _request(cfg, what, phase, streams=(), **counts):
@@ -80,15 +99,14 @@ def _phases(cfg, m, k, w16, x16, dz16, blocks):
     batch = P * L
     out = []
 
-    block = blocks["forward"]
     a16 = kernels.relu_bf16(kernels.forward(w16, x16, (P, cfg.mesh_cols)))
-    for r0 in range(0, m, block):
+    for r0, block in _starts(blocks["forward"]):
         rows = slice(r0, r0 + block)
         fwd = compile_forward(cfg, m=block, k=k, batch=batch, x16=x16)
         want = forward_expected_outputs(cfg, a16[rows])
         side = fwd.out_edge
 
-        def check_forward(res, want=want, side=side, r0=r0):
+        def check_forward(res, want=want, side=side, r0=r0, block=block):
             for p in range(P):
                 got = (res.west_words if side == "west" else res.east_words)[0][p]
                 assert np.array_equal(got, np.array(want[p], dtype=np.uint64)), \
@@ -109,14 +127,13 @@ def _phases(cfg, m, k, w16, x16, dz16, blocks):
                                                  weight_streams(cfg, w16, transposed=True),
                                                  west=k * L), check_backward_data))
 
-    block = blocks["backward-weight"]
-    for r0 in range(0, m, block):
+    for r0, block in _starts(blocks["backward-weight"]):
         rows = slice(r0, r0 + block)
         bw = compile_backward_weight(cfg, m=block, k=k, batch=batch, x16=x16, dz16=dz16[rows])
         part = kernels.backward_weight(dz16[rows], x16, (P, cfg.mesh_cols))
         want_bw = tree_sum([part] * n).view(np.uint32)
 
-        def check_backward_weight(res, want=want_bw, r0=r0):
+        def check_backward_weight(res, want=want_bw, r0=r0, block=block):
             got = join_gradients(cfg, res.root_words, m=block, k=k)
             assert np.array_equal(got, want), \
                 f"backward-weight: rows {r0}..{r0 + block - 1}: dW differs from kernels.backward_weight"
@@ -128,12 +145,12 @@ def _phases(cfg, m, k, w16, x16, dz16, blocks):
 
 def run_layer(cfg, m, k, *, work, simulator=None, seed=0, log=None):
     """Run the three phases of an ``m x k`` layer on the RTL system ``cfg`` (files in ``work``);
-    returns ``{"phases": [record per phase kind], "blocks": {kind: rows per block}, ...}``. Raises
+    returns ``{"phases": [record per phase kind], "blocks": {kind: [rows of each block]}, ...}``. Raises
     ``AssertionError`` when a result differs from the kernels or a cycle count from the model."""
     P, Q, L = cfg.mesh_rows, cfg.mesh_cols, cfg.lanes
     batch = P * L
     w16, x16, dz16 = layer_data(m, k, batch, seed)
-    blocks = {kind: row_block(cfg, kind, m, k, batch) for kind in ("forward", "backward-weight")}
+    blocks = {kind: row_blocks(cfg, kind, m, k, batch) for kind in ("forward", "backward-weight")}
     phases = _phases(cfg, m, k, w16, x16, dz16, blocks)
     depths = {"cfg_depth": max(len(ph.writes) for _, _, ph, _, _ in phases),
               "bcast_depth": max(max(ph.link_words) for kind, _, ph, _, _ in phases if kind != "backward-weight"),
@@ -143,9 +160,9 @@ def run_layer(cfg, m, k, *, work, simulator=None, seed=0, log=None):
     runner = PhaseRunner(cfg, depths, work, simulator=simulator, log=log).build()
     hw = RtlHardware.from_config(cfg)
     lanes = phases[-1][2].plan["dw"] == "lanes"
-    formulas = {"forward": forward_run_cycles(blocks["forward"], k, hw),
-                "backward-data": backward_data_run_cycles(m, k, hw),
-                "backward-weight": backward_weight_run_cycles(blocks["backward-weight"], k, hw, lanes=lanes)}
+    formulas = {"forward": lambda rows: forward_run_cycles(rows, k, hw),
+                "backward-data": lambda rows: backward_data_run_cycles(rows, k, hw),
+                "backward-weight": lambda rows: backward_weight_run_cycles(rows, k, hw, lanes=lanes)}
     totals = {}
     with runner:
         for kind, rows, phase, request, check in phases:
@@ -161,7 +178,7 @@ def run_layer(cfg, m, k, *, work, simulator=None, seed=0, log=None):
             t["runs"] += 1
             t["config_cycles"] += res.cfg_cycles
             t["run_cycles"] += res.run_cycles
-            t["run_formula"] += formulas[kind]
+            t["run_formula"] += formulas[kind](rows)
             t["fmacs"] += rows * k * batch
             if log:
                 log(f"{where}: {res.cfg_cycles} + {res.run_cycles} cycles, RTL == model, bit-exact")
