@@ -534,13 +534,12 @@ def test_chain():
     run(cfg, prog, gap_prob=0.2, stall_prob=0.3)
 
 
-def test_store_engine_beside_fmac():
-    """Partial sums on ``rx2`` (the store engine) while weights stream on ``rx`` at line rate: the
-    lanes never wait, a store whose bank the FMAC row write takes waits a cycle with
-    ``rx2.ready`` low, and VEC ADD joins each row with its stored vector as the model does."""
-    rng = np.random.default_rng(11)
-    cfg, L = TINY, TINY.lanes
-    K, R = 4, 6
+def rows_beside_stores(cfg, rng, K, R):
+    """``R`` FMAC rows of ``K`` weights on ``rx`` (color 0, rows at 64) beside ``R`` vectors of
+    partial sums on ``rx2`` (STORE, color 1, at 128), each row joined with its stored vector by a
+    VEC ADD sent on color 2; then the rows, the stored vectors and the status read back."""
+    L = cfg.lanes
+    prog = Program(cfg)
     prog = Program(cfg)
     prog.step(writes=sram_writes(0, bf16_words(rng, K * L))
               + desc_writes(cfg, 2, op=Op.VEC, vmode=VecMode.ADD, enable=1, send=1, color=2,
@@ -552,6 +551,17 @@ def test_store_engine_beside_fmac():
     prog.step(wavelets=[(0, w) for w in bf16_words(rng, K * R)],
               wavelets2=[(1, w) for w in fp32_words(rng, L * R)],
               reads=list(range(64, 64 + R * L)) + list(range(128, 128 + R * L)) + status_reads(cfg))
+    return prog
+
+
+def test_store_engine_beside_fmac():
+    """Partial sums on ``rx2`` (the store engine) while weights stream on ``rx`` at line rate: the
+    lanes never wait, a store whose bank the FMAC row write takes waits a cycle with
+    ``rx2.ready`` low, and VEC ADD joins each row with its stored vector as the model does."""
+    rng = np.random.default_rng(11)
+    cfg, L = TINY, TINY.lanes
+    K, R = 4, 6
+    prog = rows_beside_stores(cfg, rng, K, R)
     result = run(cfg, prog, stall_prob=0.2)
     rx = result["rx_cycles"]
     assert rx == list(range(rx[0], rx[0] + K * R)), "weights were not accepted one per cycle"
@@ -579,17 +589,7 @@ def test_store_engine_keeps_rx2_flowing(cfg, K, stalls):
     every ``tx`` transfer (the VEC ADD after each stored vector) too, and the run is bit-exact."""
     rng = np.random.default_rng(14)
     L, R = cfg.lanes, 12
-    prog = Program(cfg)
-    prog.step(writes=sram_writes(0, bf16_words(rng, K * L))
-              + desc_writes(cfg, 2, op=Op.VEC, vmode=VecMode.ADD, enable=1, send=1, color=2,
-                            dep_a_en=1, dep_a=0, dep_b_en=1, dep_b=1, a_base=64, a_stride=L,
-                            b_base=128, b_stride=L, count=1, reps=R)
-              + desc_writes(cfg, 1, op=Op.STORE, enable=1, color=1, dst_base=128, reps=R, lo=0, hi=R)
-              + desc_writes(cfg, 0, op=Op.FMAC, enable=1, color=0, a_base=0, a_stride=L,
-                            count=K, reps=R, dst_base=64))
-    prog.step(wavelets=[(0, w) for w in bf16_words(rng, K * R)],
-              wavelets2=[(1, w) for w in fp32_words(rng, L * R)],
-              reads=list(range(64, 64 + R * L)) + list(range(128, 128 + R * L)) + status_reads(cfg))
+    prog = rows_beside_stores(cfg, rng, K, R)
     result = run(cfg, prog)
     rx, rx2 = result["rx_cycles"], result["rx2_cycles"]
     assert rx == list(range(rx[0], rx[0] + K * R)), "weights were not accepted one per cycle"
