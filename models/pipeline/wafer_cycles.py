@@ -202,9 +202,7 @@ class _PeTiming:
         # Store engine, stage 0, then stage 1: its words are written in order, unless the
         # wavelet engine takes the bank (models.pe.StoreQueue).
         new2 = None
-        if rx2_color is not None:
-            if not self.sq.ready(s1_banks):
-                raise ValueError("a wavelet arrived on rx2 while it was not ready")
+        if rx2_color is not None:         # (StoreQueue.cycle refuses it when rx2 is not ready)
             t = self._match(rx2_color, (Op.STORE,))
             bank, end = self._store_step(t)
             new2 = (t, bank, end)
