@@ -190,7 +190,7 @@ class PeCore(wiring.Component):
         for name in ("desc", "active", "in_range", "unit_end", "past", "saddr"):
             m.d.comb += getattr(seng, name).eq(getattr(table, name))
         m.d.comb += [vec.cnt.eq(table.cnt), vec.done.eq(table.done), vec.bptr.eq(table.bptr), vec.past.eq(table.past),
-                     vec.restart.eq(table.restart), seng.w_step.eq(weng.step)]
+                     vec.restart.eq(table.restart), seng.w_match.eq(weng.match)]
         m.d.comb += [
             table.w_step.eq(weng.step), table.w_stop.eq(weng.stop),
             table.w_inc.eq(weng.inc), table.w_inc_t.eq(weng.inc_t),

@@ -21,8 +21,11 @@ Ports:
   ``rdata`` (combinational) is that word; ``commit_fault`` the fault code of this cycle's commit
   (0: none or legal); ``stop_all`` stops every descriptor as a write to it would (words and
   ``done`` counters kept, not legal until committed again).
-* the next step of each descriptor, from its state alone (so the engines' stage 0 only picks
-  the descriptor and never waits on this arithmetic): ``unit_end[t]`` (FMAC: the row's last
+* the next step of each descriptor, registers (so the engines' stage 0 only picks the
+  descriptor and never waits on this arithmetic): every update of a descriptor's state also
+  loads the flags of the state it produces, computed from the current registers beside the
+  update (``_flags``; the inputs that would chain before it, ``first``: ``pos == 0`` and
+  ``sub == 0``, and ``group_end``: the unit's group ends, are registers too): ``unit_end[t]`` (FMAC: the row's last
   wavelet, ``pos + 1 == count``; STORE: the vector's last word), ``run_end[t]`` (and the run's
   last unit), ``sweep_end[t]`` (FMAC: a wavelet of its group's last row), ``past[t]`` (the step
   would run past the end of SRAM: the FMAC operand vector or, at a row's end, its destination; a
@@ -100,7 +103,7 @@ class DescriptorTable(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self._cfg
-        L, S, T = cfg.lanes, cfg.sram_words, cfg.num_tasks
+        L, T = cfg.lanes, cfg.num_tasks
         desc = self.desc
 
         # ---- configuration writes and commit -------------------------------------------------
@@ -124,36 +127,22 @@ class DescriptorTable(wiring.Component):
         m.d.comb += self.commit_fault.eq(Mux(commit, code, 0))
         commit_start = commit & (code == 0) & (cand.op != Op.NOP) & cand.enable
 
-        # ---- the next step's flags, per descriptor from its own state -----------------------
-        R = cfg.acc_rows
-        for t in range(T):
-            d, pos, cnt = desc[t], self.pos[t], self.cnt[t]
-            is_f = d.op == Op.FMAC
-            last_unit = cnt + 1 == d.reps
-            m.d.comb += [
-                self.unit_end[t].eq(Mux(is_f, pos + 1 == d.count, pos == L - 1)),
-                self.run_end[t].eq(self.unit_end[t] & last_unit),
-                # the group's last row: its last row of the run, or row R - 1 unless the rows after
-                # the group's first R are fewer than R (then they join it: fmac_group_rows)
-                self.sweep_end[t].eq(last_unit | ((self.sub[t] == R - 1) & (cnt + (R + 1) <= d.reps))),
-                self.past[t].eq(Mux(is_f, (self.aptr[t] > S - L) | (self.unit_end[t] & (self.dptr[t] > S - L)),
-                                    Mux(d.op == Op.VEC, self._vec_past(d, t, L, S),
-                                        self.in_range[t] & (self.saddr[t] >= S)))),
-            ]
+        flags = [Cat(self.unit_end[t], self.run_end[t], self.sweep_end[t], self.past[t]) for t in range(T)]
 
         # ---- run state -------------------------------------------------------------------------
         legal = Signal(T)
         rep = [Signal(16, name=f"rep{t}") for t in range(T)]            # unit within its group
+        gend = [Signal(name=f"group_end{t}") for t in range(T)]         # rep + 1 >= group, a register
         rbase = [Signal(PTR_BITS, name=f"rbase{t}") for t in range(T)]  # FMAC: this row's operands
         # The group in progress (only the accumulator's owner is ever in the middle of one): its
         # first row's count, group position, operands and destination, and the operand offset
         # i*a_stride of the current wavelet index.
-        g_cnt, g_rep = Signal(16), Signal(16)
+        g_cnt, g_rep, g_gend = Signal(16), Signal(16), Signal()
         g_rbase, g_dptr, g_ioff = Signal(PTR_BITS), Signal(PTR_BITS), Signal(PTR_BITS)
         ends = (self.w_step | self.s_step) & self.run_end          # a run ends (one-hot per engine)
         v_ends = Cat(self.v_run_end & (self.v_t == t) for t in range(T))
         is_fmac = Cat(desc[t].op == Op.FMAC for t in range(T))
-        first = Cat((self.pos[t] == 0) & (self.sub[t] == 0) for t in range(T))
+        first = Signal(T, init=(1 << T) - 1)      # pos == 0 and sub == 0 (a register that follows them)
 
         def picked(values):
             """``values[t]`` of the descriptor the wavelet engine steps (0 if none): an AND-OR."""
@@ -164,88 +153,132 @@ class DescriptorTable(wiring.Component):
         ioff = [Mux(first[t], 0, g_ioff) for t in range(T)]   # i*a_stride of its next wavelet
         w_fmac = (self.w_step & is_fmac).any()
         with m.If(w_fmac & (self.w_step & first).any()):
-            m.d.sync += [g_cnt.eq(picked(self.cnt)), g_rep.eq(picked(rep)), g_rbase.eq(picked(rbase)),
+            m.d.sync += [g_cnt.eq(picked(self.cnt)), g_rep.eq(picked(rep)), g_gend.eq(picked(gend)),
+                         g_rbase.eq(picked(rbase)),
                          g_dptr.eq(picked(self.dptr))]
         with m.If(w_fmac):
             m.d.sync += g_ioff.eq(picked([Mux(~self.sweep_end[t], ioff[t],
                                               Mux(~self.unit_end[t], ioff[t] + desc[t].a_stride, g_ioff))
                                           for t in range(T)]))
 
+        P, SB = PTR_BITS, SUB_BITS
         for t in range(T):
             d = desc[t]
-            pos, cnt, done = self.pos[t], self.cnt[t], self.done[t]
+            pos, cnt, done, sub = self.pos[t], self.cnt[t], self.done[t], self.sub[t]
             aptr, bptr, dptr = self.aptr[t], self.bptr[t], self.dptr[t]
+            saddr, in_range = self.saddr[t], self.in_range[t]
             written = (self.we & (self.index == t)) | self.stop_all
             with m.If(written):
                 m.d.sync += legal[t].eq(commit & ~self.stop_all & (code == 0) & (cand.op != Op.NOP))
             chained = _or_all([(ends[u] | v_ends[u]) & desc[u].chain & (desc[u].next == t)
                                for u in range(T) if u != t])
-            start = ((chained & legal[t])
-                     | (commit_start & (self.index == t) & ~self.stop_all))
+            committed = commit_start & (self.index == t) & ~self.stop_all
+            start = (chained & legal[t]) | committed
             v_here = self.v_t == t
             stop = (ends[t] | self.w_stop[t] | self.s_stop[t]
                     | (self.v_run_end & v_here) | (self.v_stop & (self.v_stop_t == t)) | written)
             w_step = self.w_step[t]
             unit_end = self.unit_end[t]
             m.d.comb += self.restart[t].eq(start | written)
-            group_end = rep[t] + 1 >= d.group
+            group_end = gend[t]
+            # the next unit of the group (rep + 1, or 0 after the group's last): its group_end
+            next_rep = [rep[t].eq(Mux(group_end, 0, rep[t] + 1)),
+                        gend[t].eq(Mux(group_end, d.group <= 1, rep[t] + 2 >= d.group))]
             # lo <= cnt + 1 < hi, from lo <= cnt < hi (lo <= hi: a commit check)
-            in_range_next = Mux(cnt + 1 == d.hi, 0, Mux(cnt + 1 == d.lo, 1, self.in_range[t]))
+            in_range_next = Mux(cnt + 1 == d.hi, 0, Mux(cnt + 1 == d.lo, 1, in_range))
+
             with m.If(start):
-                m.d.sync += [self.active[t].eq(1), pos.eq(0), self.sub[t].eq(0), cnt.eq(0), done.eq(0),
-                             rep[t].eq(0),
+                in_range0 = (d.lo == 0) & (d.hi != 0)
+                # a commit's op and modes are in the word written now (word 0), not yet in desc
+                new = data.View(Descriptor, Mux(committed, cand.as_value(), d.as_value()))
+                m.d.sync += [self.active[t].eq(1), pos.eq(0), sub.eq(0), cnt.eq(0), done.eq(0),
+                             rep[t].eq(0), gend[t].eq(d.group <= 1), first[t].eq(1),
                              aptr.eq(d.a_base), bptr.eq(d.b_base), dptr.eq(d.dst_base),
-                             rbase[t].eq(d.a_base), self.saddr[t].eq(d.dst_base),
-                             self.in_range[t].eq((d.lo == 0) & (d.hi != 0))]
+                             rbase[t].eq(d.a_base), saddr.eq(d.dst_base), in_range.eq(in_range0),
+                             flags[t].eq(self._flags(cfg, d, new.op, vmode=new.vmode, store=new.store,
+                                                     pos=Const(0), cnt=Const(0), sub=Const(0), aptr=d.a_base,
+                                                     bptr=d.b_base, dptr=d.dst_base, saddr=d.dst_base,
+                                                     in_range=in_range0))]
             with m.Else():
                 with m.If(stop):
                     m.d.sync += self.active[t].eq(0)
-                next_row = Mux(group_end, d.a_base, rbase[t] + L)      # operands of row cnt + 1
+                next_row = Mux(group_end, d.a_base, rbase[t] + L)[:P]      # operands of row cnt + 1
                 with m.If(w_step & is_fmac[t]):
                     # FMAC rows in groups (docs/pe.md#fmac-pipeline): the next row of the group, or the
                     # group's first row at the next wavelet index, or the next group.
                     with m.If(~self.sweep_end[t]):
-                        m.d.sync += [self.sub[t].eq(self.sub[t] + 1), cnt.eq(cnt + 1),
-                                     rep[t].eq(Mux(group_end, 0, rep[t] + 1)), rbase[t].eq(next_row),
-                                     aptr.eq(next_row + ioff[t]), dptr.eq(dptr + L)]
+                        nx = dict(cnt=(cnt + 1)[:16], sub=(sub + 1)[:SB], aptr=(next_row + ioff[t])[:P],
+                                  dptr=(dptr + L)[:P])
+                        m.d.sync += [sub.eq(nx["sub"]), cnt.eq(nx["cnt"]), first[t].eq(0),
+                                     *next_rep, rbase[t].eq(next_row),
+                                     aptr.eq(nx["aptr"]), dptr.eq(nx["dptr"]),
+                                     flags[t].eq(self._flags(cfg, d, Op.FMAC, unit_end=unit_end, **nx))]
                     with m.Elif(~unit_end):
-                        m.d.sync += [self.sub[t].eq(0), pos.eq(pos + 1),
-                                     cnt.eq(Mux(first[t], cnt, g_cnt)), rep[t].eq(Mux(first[t], rep[t], g_rep)),
+                        nx = dict(pos=(pos + 1)[:16], cnt=Mux(first[t], cnt, g_cnt), sub=Const(0),
+                                  aptr=(Mux(first[t], rbase[t], g_rbase) + ioff[t] + d.a_stride)[:P],
+                                  dptr=Mux(first[t], dptr, g_dptr))
+                        m.d.sync += [sub.eq(0), pos.eq(nx["pos"]), cnt.eq(nx["cnt"]), first[t].eq(0),
+                                     rep[t].eq(Mux(first[t], rep[t], g_rep)),
+                                     gend[t].eq(Mux(first[t], gend[t], g_gend)),
                                      rbase[t].eq(Mux(first[t], rbase[t], g_rbase)),
-                                     dptr.eq(Mux(first[t], dptr, g_dptr)),
-                                     aptr.eq(Mux(first[t], rbase[t], g_rbase) + ioff[t] + d.a_stride)]
+                                     dptr.eq(nx["dptr"]), aptr.eq(nx["aptr"]),
+                                     flags[t].eq(self._flags(cfg, d, Op.FMAC, **nx))]
                     with m.Else():
-                        m.d.sync += [self.sub[t].eq(0), pos.eq(0), cnt.eq(cnt + 1),
-                                     rep[t].eq(Mux(group_end, 0, rep[t] + 1)), rbase[t].eq(next_row),
-                                     aptr.eq(next_row), dptr.eq(dptr + L)]
+                        nx = dict(pos=Const(0), cnt=(cnt + 1)[:16], sub=Const(0), aptr=next_row,
+                                  dptr=(dptr + L)[:P])
+                        m.d.sync += [sub.eq(0), pos.eq(0), cnt.eq(nx["cnt"]), first[t].eq(1),
+                                     *next_rep, rbase[t].eq(next_row),
+                                     aptr.eq(next_row), dptr.eq(nx["dptr"]),
+                                     flags[t].eq(self._flags(cfg, d, Op.FMAC, **nx))]
                 with m.Elif(w_step | self.s_step[t]):
                     # STORE: word pos of vector cnt (saddr follows it)
-                    m.d.sync += [pos.eq(Mux(unit_end, 0, pos + 1)),
-                                 self.saddr[t].eq(self.saddr[t] + Mux(d.b_stride == 0, 1, d.b_stride))]
-                    with m.If(unit_end):
-                        next_dptr = dptr + Mux(self.in_range[t], Mux(d.b_stride == 0, L, 1), 0)
-                        m.d.sync += [cnt.eq(cnt + 1), dptr.eq(next_dptr), self.saddr[t].eq(next_dptr),
-                                     self.in_range[t].eq(in_range_next)]
+                    with m.If(~unit_end):
+                        nx = dict(pos=(pos + 1)[:16], cnt=cnt, in_range=in_range,
+                                  saddr=(saddr + Mux(d.b_stride == 0, 1, d.b_stride))[:P + 2])
+                        m.d.sync += [pos.eq(nx["pos"]), saddr.eq(nx["saddr"]), first[t].eq(0),
+                                     flags[t].eq(self._flags(cfg, d, Op.STORE, **nx))]
+                    with m.Else():
+                        next_dptr = (dptr + Mux(in_range, Mux(d.b_stride == 0, L, 1), 0))[:P]
+                        nx = dict(pos=Const(0), cnt=(cnt + 1)[:16], in_range=in_range_next, saddr=next_dptr)
+                        m.d.sync += [pos.eq(0), cnt.eq(nx["cnt"]), dptr.eq(next_dptr), saddr.eq(next_dptr),
+                                     first[t].eq(1), in_range.eq(in_range_next),
+                                     flags[t].eq(self._flags(cfg, d, Op.STORE, **nx))]
                 with m.If(self.v_issue & (self.v_issue_t == t)):
                     unit = Mux(d.vmode == VecMode.DOT, d.count, L)
-                    m.d.sync += [cnt.eq(cnt + 1), bptr.eq(bptr + d.b_stride),
-                                 rep[t].eq(Mux(group_end, 0, rep[t] + 1)), self.in_range[t].eq(in_range_next)]
-                    with m.If(group_end):
-                        m.d.sync += aptr.eq(aptr + d.a_stride)
-                    with m.If(self.in_range[t]):
-                        m.d.sync += dptr.eq(dptr + unit)
+                    nx = dict(cnt=(cnt + 1)[:16], bptr=(bptr + d.b_stride)[:P],
+                              aptr=Mux(group_end, aptr + d.a_stride, aptr)[:P],
+                              dptr=Mux(in_range, dptr + unit, dptr)[:P], in_range=in_range_next)
+                    m.d.sync += [cnt.eq(nx["cnt"]), bptr.eq(nx["bptr"]), aptr.eq(nx["aptr"]), dptr.eq(nx["dptr"]),
+                                 *next_rep, in_range.eq(in_range_next),
+                                 flags[t].eq(self._flags(cfg, d, Op.VEC, vmode=d.vmode, store=d.store,
+                                                         unit_end=unit_end, **nx))]
                 w_inc = self.w_inc & (self.w_inc_t == t)
                 s_inc = self.s_inc & (self.s_inc_t == t)
                 with m.If(w_inc | s_inc | (self.v_unit & v_here)):
                     m.d.sync += done.eq(done + 1 + (w_inc & s_inc))
         return m
 
-    def _vec_past(self, d, t, L, S):
-        """A VEC unit ``cnt`` of ``d`` would read A or B, or store, past the end of SRAM."""
-        dot = d.vmode == VecMode.DOT      # (x + L > S as x > S - L: a compare with a constant)
-        return (Mux(dot, d.a_base > S - L, self.aptr[t] > S - L)
-                | ((d.vmode != VecMode.PASS) & (self.bptr[t] > S - L))
-                | (d.store & self.in_range[t] & Mux(dot, self.dptr[t] + d.count > S, self.dptr[t] > S - L)))
+    @staticmethod
+    def _flags(cfg, d, op, *, vmode=0, store=0, unit_end=None, pos=None, cnt, sub=0, aptr=0, bptr=0, dptr=0,
+               saddr=0, in_range=0):
+        """``Cat(unit_end, run_end, sweep_end, past)`` of descriptor ``d`` (operation ``op``, an
+        :class:`Op` or a signal; ``vmode``, ``store`` for a VEC) in the given run state: what its
+        next step would do. ``unit_end`` may be given (a state whose ``pos`` is unchanged)."""
+        L, S, R = cfg.lanes, cfg.sram_words, cfg.acc_rows
+        is_f = op == Op.FMAC
+        if unit_end is None:
+            unit_end = Mux(is_f, pos + 1 == d.count, pos == L - 1)
+        last_unit = cnt + 1 == d.reps
+        # sweep_end (FMAC): the group's last row: its last row of the run, or row R - 1 unless the
+        # rows after the group's first R are fewer than R (then they join it: fmac_group_rows)
+        sweep_end = last_unit | ((sub == R - 1) & (cnt + (R + 1) <= d.reps))
+        dot = vmode == VecMode.DOT      # (x + L > S as x > S - L: a compare with a constant)
+        vec_past = (Mux(dot, d.a_base > S - L, aptr > S - L)
+                    | ((vmode != VecMode.PASS) & (bptr > S - L))
+                    | (store & in_range & Mux(dot, dptr + d.count > S, dptr > S - L)))
+        past = Mux(is_f, (aptr > S - L) | (unit_end & (dptr > S - L)),
+                   Mux(op == Op.VEC, vec_past, in_range & (saddr >= S)))
+        return Cat(unit_end, unit_end & last_unit, sweep_end, past)
 
     @staticmethod
     def _check(m, d, t, cfg):

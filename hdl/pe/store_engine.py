@@ -4,8 +4,8 @@ beside the wavelet engine, so partial sums and results arriving on their own cha
 a cycle of the FMAC lanes.
 
 Stage 0 (the cycle of the ``rx2`` transfer): match the color among the active STORE descriptors,
-check (faults ``UNBOUND``: no active STORE on the color, ``DUP_COLOR``: two, or the wavelet engine
-steps the same descriptor in this cycle; ``RANGE``; in that order, the wavelet is dropped), step
+check (faults ``UNBOUND``: no active STORE on the color, ``DUP_COLOR``: two, or the wavelet engine's
+wavelet of this cycle matches the same descriptor; ``RANGE``; in that order, the wavelet is dropped), step
 the descriptor (``step[t]``, or ``stop[t]`` on ``RANGE``, to the table, which computed the step's
 flags and word address beforehand: ``unit_end``, ``past``, ``saddr``) and put the word into
 stage 1.
@@ -53,7 +53,7 @@ class StoreEngine(wiring.Component):
         super().__init__({
             "rx2": In(stream.Signature(Wavelet)),
             **{name: In(shape) for name, shape in state.items()},
-            "w_step": In(T),
+            "w_match": In(T),
             "step": Out(T), "stop": Out(T),
             "inc": Out(1), "inc_t": Out(idx),
             "wr_addr": Out(16), "wr_data": Out(32), "wr_en": Out(1), "wr_blocked": In(1),
@@ -100,7 +100,7 @@ class StoreEngine(wiring.Component):
         for t in reversed(range(T)):
             with m.If(match[t]):
                 m.d.comb += sel.eq(t)
-        dup = two_or_more(match) | (self.w_step & match).any()
+        dup = two_or_more(match) | (self.w_match & match).any()
         in_range = (match & self.in_range).any()
         unit_end = (match & self.unit_end).any()
         past = (match & self.past).any()

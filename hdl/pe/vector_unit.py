@@ -27,18 +27,17 @@ through the adder (``Fp32AddCore(A)``), PASS and MASK through ``A`` registers be
 through the multiplier (``Bf16MulCore(M)``), a product register and the adder, whose sum goes
 round again through ``yreg`` (the accumulator); every element's result is registered after the
 adder (``yreg``), ``relu``/``round`` is applied between that register and the output FIFO
-(``A + 3`` entries), and the FIFO's head goes out on ``tx`` (a register) and/or to SRAM under
-the same conditions as above. An element is issued only when a FIFO entry is free for it
-(credits: issued and not yet out, at most ``A + 3``, which is exactly enough for one element
-per cycle), so back-pressure and bank conflicts never stall the pipeline and nothing is lost.
-A unit is *done* when its last word leaves the FIFO. Costs: an element leaves ``A + 2`` cycles
-after its issue (a DOT word ``M + A + 3``); a DOT element waits ``A + 1`` cycles for the
-previous sum (the summation order is kept); a non-DOT element waits until ``M + 2`` cycles after
-the last DOT element (the two paths meet at the adder in order). The VECs' readiness is
-registered (``ready_q``, with the count of a unit issued at that edge advanced; no pick in the
-cycle after a descriptor starts: ``restart``), so the pick
-starts at a register and sees a counted unit one cycle later. ``models.pe`` states every
-figure.
+(``A + 3`` entries, the oldest in a register of its own), and the FIFO's head goes out on ``tx``
+(a register) and/or to SRAM under the same conditions as above. An element is issued only when a
+FIFO entry is free for it (credits: issued and not yet out, at most ``A + 3``, which is exactly
+enough for one element per cycle), so back-pressure and bank conflicts never stall the pipeline
+and nothing is lost. A unit is *done* when its last word leaves the FIFO. Costs: an element
+leaves ``A + 2`` cycles after its issue (a DOT word ``M + A + 3``); a DOT element waits
+``A + 1`` cycles for the previous sum (the summation order is kept); a non-DOT element waits
+until ``M + 2`` cycles after the last DOT element (the two paths meet at the adder in order).
+The VECs' readiness is registered (``ready_q``, with the count of a unit issued at that edge
+advanced; no pick in the cycle after a descriptor starts: ``restart``), so the pick starts at a
+register and sees a counted unit one cycle later. ``models.pe`` states every figure.
 
 ``busy`` is high in the cycles an element is made (stepped or issued; VEC_CYCLES: ``L`` per
 vector and per DOT word).
@@ -415,19 +414,28 @@ class VectorUnit(wiring.Component):
                      q.send.eq(y_ctl.send), q.store.eq(y_ctl.store), q.color.eq(y_ctl.color),
                      q.waddr.eq(y_ctl.waddr), q.unit_end.eq(y_ctl.unit_end),
                      q.last.eq(y_ctl.last), q.t.eq(y_ctl.t)]
-        fifo = Signal(data.ArrayLayout(entry, F))
-        wp, rp = Signal(range(F)), Signal(range(F))
-        queued = Signal(range(F + 1))     # entries in the FIFO
+        # The FIFO: its oldest entry in a register (``head``, what the output and the table's
+        # counters see), the F - 1 behind it in a ring.
+        head = Signal(entry)
+        ring = Signal(data.ArrayLayout(entry, F - 1))
+        wp, rp = Signal(range(F - 1)), Signal(range(F - 1))
+        queued = Signal(range(F + 1))     # entries in the FIFO (the head's included)
+        in_ring = Signal(range(F))        # entries in the ring
         used = Signal(range(F + 1))       # credits taken: issued (emitting) and not yet out
-        head = fifo[rp]
         pop = Signal()
         m.d.comb += pop.eq((queued != 0) & (~head.send | out_free)
                            & ~(head.store & (self.cfg_write | self.wr_blocked)))
-        with m.If(push):
-            m.d.sync += [fifo[wp].eq(q), wp.eq(Mux(wp == F - 1, 0, wp + 1))]
-        with m.If(pop):
-            m.d.sync += rp.eq(Mux(rp == F - 1, 0, rp + 1))
-        m.d.sync += [queued.eq(queued + push - pop), used.eq(used + (issue & emit) - pop)]
+        refill = pop | (queued == 0)      # the head is free after this cycle
+        from_ring = refill & (in_ring != 0)
+        direct = push & refill & (in_ring == 0)
+        with m.If(from_ring):
+            m.d.sync += [head.eq(ring[rp]), rp.eq(Mux(rp == F - 2, 0, rp + 1))]
+        with m.Elif(direct):
+            m.d.sync += head.eq(q)
+        with m.If(push & ~direct):
+            m.d.sync += [ring[wp].eq(q), wp.eq(Mux(wp == F - 2, 0, wp + 1))]
+        m.d.sync += [queued.eq(queued + push - pop), in_ring.eq(in_ring + (push & ~direct) - from_ring),
+                     used.eq(used + (issue & emit) - pop)]
 
         # The output: tx (a register), the store, the unit's done count.
         m.d.comb += [

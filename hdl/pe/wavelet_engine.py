@@ -29,7 +29,9 @@ run of ``g < R`` rows waits ``R - g`` cycles per wavelet index. At ``A = 0`` ``r
 Ports from the descriptor table: ``desc``, ``active``, ``pos``, ``sub`` (an FMAC's row within
 its group), ``aptr``, ``dptr``, ``in_range``, the step flags, ``restart`` (a (re)started or
 rewritten descriptor drops its half-accumulated group).
-``fault``/``fault_code``/``fault_index``: a fault in this cycle.
+``fault``/``fault_code``/``fault_index``: a fault in this cycle. ``match[t]``: this cycle's
+wavelet (transferred) is on ``t``'s color (``t`` an active FMAC or STORE), taken or not (the
+store engine's ``DUP_COLOR`` check).
 """
 
 from amaranth import Array, Cat, Module, Mux, Signal
@@ -58,7 +60,7 @@ class WaveletEngine(wiring.Component):
         super().__init__({
             "rx": In(stream.Signature(Wavelet)),
             **{name: In(shape) for name, shape in state.items()},
-            "step": Out(T), "stop": Out(T),
+            "match": Out(T), "step": Out(T), "stop": Out(T),
             "inc": Out(1), "inc_t": Out(idx),
             "rd_en": Out(1), "rd_addr": Out(16), "rd_data": In(vec),
             "wr_addr": Out(16), "wr_data": Out(vec), "wr_mask": Out(L),
@@ -79,6 +81,7 @@ class WaveletEngine(wiring.Component):
         fire = self.rx.valid & self.rx.ready
         color = self.rx.payload.color
         match = Signal(T)
+        m.d.comb += self.match.eq(Mux(fire, match, 0))
         m.d.comb += match.eq(Cat(
             self.active[t] & ((self.desc[t].op == Op.FMAC) | (self.desc[t].op == Op.STORE))
             & (self.desc[t].color == color) for t in range(T)))
