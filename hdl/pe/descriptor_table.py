@@ -21,16 +21,16 @@ Ports:
   ``rdata`` (combinational) is that word; ``commit_fault`` the fault code of this cycle's commit
   (0: none or legal); ``stop_all`` stops every descriptor as a write to it would (words and
   ``done`` counters kept, not legal until committed again).
-* the next step of each descriptor, registers (so the engines' stage 0 only picks the
-  descriptor and never waits on this arithmetic): every update of a descriptor's state also
-  loads the flags of the state it produces, computed from the current registers beside the
-  update (``_flags``; the inputs that would chain before it, ``first``: ``pos == 0`` and
-  ``sub == 0``, and ``group_end``: the unit's group ends, are registers too): ``unit_end[t]`` (FMAC: the row's last
-  wavelet, ``pos + 1 == count``; STORE: the vector's last word), ``run_end[t]`` (and the run's
-  last unit), ``sweep_end[t]`` (FMAC: a wavelet of its group's last row), ``past[t]`` (the step
-  would run past the end of SRAM: the FMAC operand vector or, at a row's end, its destination; a
-  STORE word in range; a VEC unit's A, B or stored unit), ``saddr[t]`` (a STORE's word
-  address, ``dptr + pos*b_stride`` or ``dptr + pos``: a register that follows it).
+* the next step of each descriptor, registers (so the engines' stage 0 only picks the descriptor
+  and never waits on this arithmetic): every update of a descriptor's state also loads the flags
+  of the state it produces, computed from the current registers beside the update (``_flags``;
+  the inputs that would chain before it, ``first``: ``pos == 0`` and ``sub == 0``, and
+  ``group_end``: the unit's group ends, are registers too): ``unit_end[t]`` (FMAC: the row's
+  last wavelet, ``pos + 1 == count``; STORE: the vector's last word), ``run_end[t]`` (and the
+  run's last unit), ``sweep_end[t]`` (FMAC: a wavelet of its group's last row), ``past[t]`` (the
+  step would run past the end of SRAM: the FMAC operand vector or, at a row's end, its
+  destination; a STORE word in range; a VEC unit's A, B or stored unit), ``saddr[t]`` (a STORE's
+  word address, ``dptr + pos*b_stride`` or ``dptr + pos``: a register that follows it).
 * wavelet engine: ``w_step[t]`` (a wavelet of ``t`` was taken; one bit at most), ``w_stop[t]``
   (``t`` stops on a fault), ``w_inc``/``w_inc_t`` (the write stage: ``done[w_inc_t] += 1``).
 * store engine (``rx2``): ``s_step``, ``s_stop``, ``s_inc``/``s_inc_t``, the same for a STORE
@@ -154,8 +154,7 @@ class DescriptorTable(wiring.Component):
         w_fmac = (self.w_step & is_fmac).any()
         with m.If(w_fmac & (self.w_step & first).any()):
             m.d.sync += [g_cnt.eq(picked(self.cnt)), g_rep.eq(picked(rep)), g_gend.eq(picked(gend)),
-                         g_rbase.eq(picked(rbase)),
-                         g_dptr.eq(picked(self.dptr))]
+                         g_rbase.eq(picked(rbase)), g_dptr.eq(picked(self.dptr))]
         with m.If(w_fmac):
             m.d.sync += g_ioff.eq(picked([Mux(~self.sweep_end[t], ioff[t],
                                               Mux(~self.unit_end[t], ioff[t] + desc[t].a_stride, g_ioff))
