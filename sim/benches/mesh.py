@@ -376,9 +376,12 @@ def run_harness(top_verilog, top, ports, program, traffic, data_dir, *, timeout=
 
 def fabric_simulator():
     """The fabric benches' simulator: ``WS_FABRIC_SIM`` (``icarus`` or ``verilator``), else Icarus
-    (no build to wait for; each fabric configuration would be a Verilator build of its own)."""
+    when installed (no build to wait for; each fabric configuration would be a Verilator build of
+    its own), else Verilator."""
     import os
-    return os.environ.get("WS_FABRIC_SIM", "icarus")
+
+    from sim.kit.testbench import harness_simulator
+    return harness_simulator(os.environ.get("WS_FABRIC_SIM"))
 
 
 class Log:

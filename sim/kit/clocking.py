@@ -3,6 +3,8 @@
 from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge
 
+from sim.kit.trace import start_if_requested
+
 __all__ = ["start_clock", "reset"]
 
 PERIOD_NS = 10
@@ -10,6 +12,7 @@ PERIOD_NS = 10
 
 def start_clock(dut):
     Clock(dut.clk, PERIOD_NS, unit="ns").start()
+    start_if_requested(dut)
 
 
 async def reset(dut, cycles=2):

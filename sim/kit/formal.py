@@ -1,4 +1,4 @@
-"""Formal proof flow: Amaranth -> RTLIL -> (Amaranth's Yosys) SystemVerilog -> (system Yosys) SAT.
+"""Formal proof flow: Amaranth -> RTLIL -> (Amaranth's Yosys) SystemVerilog -> (YoWASP's Yosys) SAT.
 
 The properties are stated in the RTL (``hdl.formal``; a block's ``_formal`` method) and emitted
 only for a formal elaboration. This module proves them:
@@ -9,8 +9,8 @@ only for a formal elaboration. This module proves them:
    ``proc; flatten; write_verilog -sv``: immediate ``assert``/``assume``/``cover`` statements.
    Its ``$initstate`` cell (Amaranth's ``Initial()``, used by the FIFOs' own invariants) is
    rewritten as the ``$initstate`` function the older Yosys reads.
-3. The system Yosys (Debian's 0.23, which has ``sat`` but cannot read Amaranth 0.5's ``$check``
-   cells) reads that Verilog with ``-formal`` and runs ``prep; memory_map; async2sync;
+3. YoWASP's Yosys (:mod:`sim.kit.toolchain`; the flow also runs on Debian's 0.23, which cannot
+   read Amaranth 0.5's ``$check`` cells, hence the Verilog step) reads that Verilog with ``-formal`` and runs ``prep; memory_map; async2sync;
    dffunmap; sat -tempinduct -prove-asserts -set-assumes -set-init-zero -maxsteps K``: bounded model checking
    of the base case and k-induction, at most ``K`` steps. Registers start at their Amaranth
    ``init`` values (the reset state); ``rst`` is a free input, so every property must also hold
@@ -33,6 +33,7 @@ from pathlib import Path
 from amaranth.back import rtlil
 
 from hdl.formal import FormalPlatform
+from sim.kit.toolchain import yosys
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build" / "formal"
@@ -45,12 +46,8 @@ _INITSTATE = re.compile(r"(\(\*[^*]*\*\)\s*)?\\\$initstate\s+\S+\s*\(\s*\.Y\((\S
 
 
 def require_yosys():
-    """The system Yosys with ``sat`` (Debian package ``yosys``)."""
-    path = shutil.which("yosys")
-    if path is None:
-        raise RuntimeError("yosys not found: install Debian's 'yosys' package (apt-get install yosys), "
-                           "or run through 'make formal', which installs it when run as root")
-    return path
+    """The Yosys with ``sat``: YoWASP's (:func:`sim.kit.toolchain.yosys`)."""
+    return yosys()
 
 
 def to_verilog(component, work, *, fair_stall=None):
@@ -69,7 +66,7 @@ def to_verilog(component, work, *, fair_stall=None):
 
 
 def sat(work, sv_name, steps, log_name):
-    """Run the system Yosys on ``work/sv_name``; returns ``(status, step, log_text)`` with status
+    """Run Yosys on ``work/sv_name``; returns ``(status, step, log_text)`` with status
     ``proved`` (induction closed at ``step``), ``failed`` (an assertion fails in the base case at
     ``step``) or ``bounded`` (no failure within ``steps`` steps, induction did not close)."""
     script = (f"read_verilog -sv -formal {sv_name}; prep -top top; memory_map; opt -fast; "

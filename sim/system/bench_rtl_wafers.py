@@ -1,4 +1,4 @@
-"""System co-simulation with RTL wafers under cocotb + Icarus (``make sim ARGS="--sim cocotb"``):
+"""System co-simulation with RTL wafers under cocotb (``make sim ARGS="--sim cocotb"``; Verilator):
 one simulation for the whole run, Python setting the harness's ports at phase boundaries and
 reading and writing the players' and recorders' memories through VPI. Top:
 :class:`sim.harness.rtl_system.RtlSystemHarness`; the training loop and its checks:
@@ -114,7 +114,7 @@ async def train(dut):
         getattr(dut, f"root_count__{q}").value = 0
     await reset(dut)
     loop = training(run, cfg, data, log=lambda text: print(text, flush=True))
-    cpu = time.process_time()       # the simulator's process: Icarus and cocotb's Python
+    cpu = time.process_time()       # the simulator's process: the simulator and cocotb's Python
     try:
         request = next(loop)
         while True:
@@ -122,7 +122,7 @@ async def train(dut):
             request = loop.send(result)
     except StopIteration as stop:
         results = stop.value
-    results["simulator"] = "cocotb+icarus"
+    results["simulator"] = "cocotb+" + ("verilator" if "verilator" in cocotb.SIM_NAME.lower() else "icarus")
     results["simulator_cycles"] = results["simulated_cycles"]
     results["simulator_cpu_seconds"] = time.process_time() - cpu
     results["cycles_per_cpu_second"] = results["simulated_cycles"] / results["simulator_cpu_seconds"]

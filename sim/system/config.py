@@ -21,9 +21,9 @@ DATA_FILE = "digits.npz"
 # "rtl": RTL wafers of PE tiles (sim/system/rtl_training.py); "model": the golden wafer kernels.
 WAFERS = ("rtl", "model")
 # How the RTL is simulated (docs/system_simulation.md#simulators): "verilator" / "icarus": the
-# plain-Verilog testbench, one process for the run (sim/system/rtl_host.py); "cocotb": cocotb +
-# Icarus, one simulation for the run; "auto": verilator when installed, else icarus (RTL wafers),
-# cocotb (model wafers, whose bench is cocotb only).
+# plain-Verilog testbench, one process for the run (sim/system/rtl_host.py); "cocotb": cocotb on
+# the simulator sim.kit.runner picks for the bench (Verilator), one simulation for the run; "auto":
+# verilator (RTL wafers), cocotb (model wafers, whose bench is cocotb only).
 SIMULATORS = ("auto", "verilator", "icarus", "cocotb")
 
 

@@ -22,7 +22,7 @@ from sim.benches.mesh import (
     run_harness,
     scoreboard,
 )
-from sim.kit.runner import run_bench
+from sim.kit.runner import compare_simulators, run_bench
 
 
 @pytest.mark.parametrize("num_colors,vc_depth", [(4, 2), (24, 4)])
@@ -78,3 +78,9 @@ def test_router_coverage_run_fills_every_bin(tmp_path):
     report = router_coverage(sc, sent, log)
     assert report["reachable"] == report["bins"] == 300
     assert report["empty_reachable"] == []
+
+
+def test_router_bench_same_under_icarus_and_verilator(icarus):
+    """The cocotb bench under both simulators: the same outputs at every cycle (sim.kit.trace)."""
+    with compare_simulators():
+        test_router_bench(4, 2)

@@ -2,10 +2,16 @@ import pytest
 
 from hdl.config import Config
 from hdl.tops import build_top
-from sim.kit.runner import run_bench
+from sim.kit.runner import compare_simulators, run_bench
 
 
 @pytest.mark.parametrize("stall_prob", [0.0, 0.3, 0.8])
 def test_skid_buffer(stall_prob):
     run_bench(build_top("skid_buffer", Config()), "skid_buffer", "sim.benches.skid_buffer",
               params={"words": 2000, "gap_prob": 0.3, "stall_prob": stall_prob})
+
+
+def test_skid_buffer_same_under_icarus_and_verilator(icarus):
+    """The bench under both simulators: the same outputs at every cycle (sim.kit.trace)."""
+    with compare_simulators():
+        test_skid_buffer(0.3)

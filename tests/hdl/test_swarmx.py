@@ -14,7 +14,7 @@ from hdl.tops import build_top
 from hdl.verilog import verilog_text
 from models.swarmx import SwarmxTiming, node_children, node_reduce_latency, tree_depth
 from sim.harness.swarmx_system import SwarmxSystemHarness
-from sim.kit.runner import run_bench
+from sim.kit.runner import compare_simulators, run_bench
 
 # Words per random run: the per-cycle Python cost grows with the number of streams.
 WORDS = {1: 1500, 2: 1200, 4: 1000, 7: 700, 16: 400}
@@ -117,3 +117,12 @@ def test_top_ports_follow_design_section_8():
 def test_bad_parameters(make, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         make()
+
+
+def test_swarmx_benches_same_under_icarus_and_verilator(icarus):
+    """The tree, split-node and deep-tree benches under both simulators: the same outputs at every
+    cycle (sim.kit.trace)."""
+    with compare_simulators():
+        test_swarmx_tree_bench(4)
+        test_swarmx_split_node_bench()
+        run_deep_tree(20, 24)

