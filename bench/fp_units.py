@@ -93,7 +93,7 @@ def run():
                              params={"unit": unit, "vectors": "random", "n": COCOTB_VECTORS,
                                      "gap_prob": 0.0, "stall_prob": 0.0, "latency": TOPS[unit].LATENCY})
         stats = json.loads((test_dir / "stats.json").read_text())
-        add(unit, f"cocotb + {bench_simulator('sim.benches.fp')}", "stream top", stats["results"], 0.0,
+        add(unit, f"cocotb + {bench_simulator(unit)}", "stream top", stats["results"], 0.0,
             stats["seconds"])
 
         a, b = random_pairs(unit, ICARUS_VECTORS, seed=1)

@@ -10,9 +10,10 @@ only for a formal elaboration. This module proves them:
    Its ``$initstate`` cell (Amaranth's ``Initial()``, used by the FIFOs' own invariants) is
    rewritten as the ``$initstate`` function the older Yosys reads.
 3. YoWASP's Yosys (:mod:`sim.kit.toolchain`; the flow also runs on Debian's 0.23, which cannot
-   read Amaranth 0.5's ``$check`` cells, hence the Verilog step) reads that Verilog with ``-formal`` and runs ``prep; memory_map; async2sync;
-   dffunmap; sat -tempinduct -prove-asserts -set-assumes -set-init-zero -maxsteps K``: bounded model checking
-   of the base case and k-induction, at most ``K`` steps. Registers start at their Amaranth
+   read Amaranth 0.5's ``$check`` cells, hence the Verilog step) reads that Verilog with
+   ``-formal`` and runs ``prep; memory_map; async2sync; dffunmap; sat -tempinduct -prove-asserts
+   -set-assumes -set-init-zero -maxsteps K``: bounded model checking of the base case and
+   k-induction, at most ``K`` steps. Registers start at their Amaranth
    ``init`` values (the reset state); ``rst`` is a free input, so every property must also hold
    across resets at any time.
 4. Each cover is checked on its own: it becomes the assertion that its condition never holds

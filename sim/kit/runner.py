@@ -37,25 +37,35 @@ BUILD = ROOT / "build" / "sim"
 TIMESCALE = ("1ns", "1ps")
 SIMULATORS = ("verilator", "icarus")
 SIM_ENV = "WS_SIM"
+# What a cocotb bench may reach through VPI under Verilator: the top and one instance down.
+PUBLIC_DEPTH = ["--public-depth", "2"]
+# C++ optimisation of the cocotb benches' Verilator models: their runs take seconds, their builds
+# minutes (a 2 x 2 wafer: 8 min at Verilator's default -Os, docs/verification.md#simulators).
+COCOTB_OPT = ("OPT_FAST=-O0", "OPT_SLOW=-O0", "OPT_GLOBAL=-O0")
 
-# The simulator that finishes each cocotb bench (build + run) sooner, measured at the presets
-# its tests use (docs/verification.md#simulators); benches not listed run on Verilator.
-BENCH_SIMULATOR = {}
+# The simulator that finishes a cocotb bench (build + run) sooner, by the top's module name,
+# measured at the sizes the tests use (docs/verification.md#simulators): the wafers and the RTL
+# system run for minutes under Icarus and seconds under Verilator; the other tops' runs take
+# seconds under Icarus, where a Verilator build takes 10-130 s per configuration.
+BENCH_SIMULATOR = {"wafer": "verilator", "system_rtl": "verilator"}
+DEFAULT_SIMULATOR = "icarus"
 
-__all__ = ["ROOT", "BUILD", "SIMULATORS", "BENCH_SIMULATOR", "build_dir_for", "run_bench", "test_times",
-           "bench_simulator", "compare_simulators", "config_verilog", "run_vvp", "waves_requested", "locked"]
+__all__ = ["ROOT", "BUILD", "SIMULATORS", "BENCH_SIMULATOR", "DEFAULT_SIMULATOR", "build_dir_for", "run_bench",
+           "test_times", "bench_simulator", "compare_simulators", "config_verilog", "run_vvp",
+           "waves_requested", "locked"]
 
 
 def waves_requested():
     return os.environ.get("WAVES", "0") not in ("", "0")
 
 
-def bench_simulator(test_module, simulator=None):
-    """The simulator of cocotb bench ``test_module``: ``simulator`` if given, else ``WS_SIM``,
-    else :data:`BENCH_SIMULATOR` (Verilator when Icarus is not installed)."""
+def bench_simulator(name, simulator=None):
+    """The simulator of a cocotb bench of top ``name``: ``simulator`` if given, else ``WS_SIM``,
+    else :data:`BENCH_SIMULATOR` or :data:`DEFAULT_SIMULATOR` (Verilator when Icarus is not
+    installed)."""
     chosen = simulator or os.environ.get(SIM_ENV) or None
     if chosen is None:
-        chosen = BENCH_SIMULATOR.get(test_module, "verilator")
+        chosen = BENCH_SIMULATOR.get(name, DEFAULT_SIMULATOR)
         return chosen if chosen != "icarus" or icarus_available() else "verilator"
     if chosen not in SIMULATORS:
         raise ValueError(f"simulator must be one of {', '.join(SIMULATORS)} ({SIM_ENV}), got {chosen!r}")
@@ -138,7 +148,7 @@ def _runner(simulator, build_dir, sources, toplevel, waves):
     from cocotb_tools.runner import Verilator, get_runner
     if simulator != "verilator":
         return get_runner(simulator)
-    h = hashlib.sha256(f"{verilator_version()}\0{toplevel}\0{waves}".encode())
+    h = hashlib.sha256(f"{verilator_version()}\0{toplevel}\0{waves}\0{PUBLIC_DEPTH}{COCOTB_OPT}".encode())
     for src in sources:
         h.update(Path(src).read_bytes() + b"\0")
     stamp = build_dir / "build.stamp"
@@ -148,7 +158,17 @@ def _runner(simulator, build_dir, sources, toplevel, waves):
             if (build_dir / toplevel).exists() and stamp.exists() and stamp.read_text() == h.hexdigest():
                 return []
             stamp.unlink(missing_ok=True)
-            return super()._build_command() + [["sh", "-c", f"echo {h.hexdigest()} > build.stamp"]]
+            for old in build_dir.glob("*"):     # a stale or interrupted build (its PCH would fail)
+                if old.is_file() and (old.name.startswith("Vtop") or old.suffix in (".o", ".d", ".a")
+                                      or old.name == toplevel):
+                    old.unlink()
+            build, make = super()._build_command()
+            # --public-flat-rw (cocotb's) makes every net of a wafer public: a 334 MB model that
+            # compiles for many minutes. The benches reach the top's ports and, for the players'
+            # and recorders' memories, one instance down.
+            build = [PUBLIC_DEPTH if arg == "--public-flat-rw" else arg for arg in build]
+            return [[a for arg in build for a in (arg if isinstance(arg, list) else [arg])], make,
+                    ["sh", "-c", f"echo {h.hexdigest()} > build.stamp"]]
 
     return CachedVerilator()
 
@@ -210,7 +230,7 @@ def run_bench(component, name, test_module, *, params=None, testcase=None, extra
         dirs = {sim: run_bench(component, name, test_module, simulator=sim, **kw) for sim in SIMULATORS}
         _same_runs(dirs, test_module)
         return dirs["verilator"]
-    simulator = bench_simulator(test_module, simulator)
+    simulator = bench_simulator(name, simulator)
     toplevel = toplevel or name
     text = component.read_text() if isinstance(component, Path) else verilog_text(component, name)
     extra_sources = [Path(p) for p in extra_sources]
@@ -229,7 +249,9 @@ def run_bench(component, name, test_module, *, params=None, testcase=None, extra
         runner = _runner(simulator, build_dir, sources, toplevel, waves)
         if simulator == "verilator":
             args = ["-Wno-fatal", "-Wno-lint", "-Wno-style", "--x-assign", "fast", "--x-initial", "fast"]
-            with _environ(verilator_env()):
+            env = verilator_env()
+            env["MAKEFLAGS"] += " " + " ".join(COCOTB_OPT)
+            with _environ(env):
                 runner.build(sources=sources, hdl_toplevel=toplevel, build_dir=build_dir, waves=waves,
                              build_args=args + (["--trace-fst"] if waves else []), timescale=TIMESCALE)
         else:

@@ -37,8 +37,9 @@ def jobs():
 
 def build_binary(sources, top, *, defines=None, build_root=None, log=None):
     """Path of the Verilator executable of testbench module ``top`` over ``sources`` (Verilog
-    files, with ``defines``: ``{macro: value}``), built once per key. ``log(text)`` is told when a build starts (it takes minutes for
-    a system). Raises ``RuntimeError`` with the end of Verilator's output when the build fails."""
+    files, with ``defines``: ``{macro: value}``), built once per key. ``log(text)`` is told when
+    a build starts (it takes minutes for a system). Raises ``RuntimeError`` with the end of
+    Verilator's output when the build fails."""
     sources = [Path(s).resolve() for s in sources]
     h = hashlib.sha256()
     dflags = [f"-D{k}={v}" for k, v in sorted((defines or {}).items())]

@@ -173,7 +173,8 @@ def summary(run, results, wall):
     print("\nweightstream system simulation")
     _print_network(run)
     print(f"  RTL in the loop  SwarmX tree ({results['swarmx_depth']} level(s), fp32_add latency "
-          f"{results['adder_latency']}) under {SIM_NAMES[results.get('simulator', 'cocotb+icarus')]}; MemoryX, host and wafers are golden models")
+          f"{results['adder_latency']}) under {SIM_NAMES[results['simulator']]}; MemoryX, host and wafers "
+          "are golden models")
     print(f"  loss             {steps[0]['loss']:.4f} (step 1) -> {last['loss']:.4f} (step {last['step']})")
     print(f"  held-out acc     {accs[0]:.3f} -> {accs[-1]:.3f} ({len(accs)} evaluations)")
     print("  bit-exact        every master weight equal to the golden pipeline model after every step")

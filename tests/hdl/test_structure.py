@@ -28,7 +28,6 @@ import math
 import os
 import subprocess
 
-import pytest
 from amaranth.hdl import Fragment
 
 from bench.synth import ECP5_ARCS, ECP5_FREQ, lut_levels
@@ -39,7 +38,6 @@ from hdl.tops import build_top
 from hdl.verilog import verilog_text
 from sim.kit import toolchain
 from sim.kit.runner import ROOT
-
 
 YOSYS = toolchain.yosys()
 # LUT-level counts, cached per (Verilog, yosys version, script): a warm make test synthesizes nothing.

@@ -11,7 +11,7 @@ from arch.router_map import ADDR_ERROR, ADDR_VC_BUSY
 from hdl.config import Config
 from models.fabric import xy_routes
 from sim.benches.mesh import Scenario, Traffic, random_flows, random_timing, random_traffic
-from sim.kit.testbench import SIMULATORS, Testbench, available_simulators, default_simulator
+from sim.kit.testbench import SIMULATORS, Testbench, available_simulators, default_simulator, harness_simulator
 
 CFG = Config(num_colors=4, vc_depth=2)
 
@@ -42,7 +42,7 @@ def _scenario(stuck):
 
 
 @pytest.mark.parametrize("stuck", [False, True])
-def test_mesh_bench_logs_equal_under_icarus_and_verilator(tmp_path, stuck):
+def test_mesh_bench_logs_equal_under_icarus_and_verilator(tmp_path, stuck, icarus):
     """Without ``stuck`` both runs are also checked against the model (Scenario.run raises on
     any cycle difference); with it, the deadlock dump must name stuck channels."""
     logs = {}
@@ -79,9 +79,11 @@ endmodule
 
 
 @pytest.mark.parametrize("sim", SIMULATORS)
-def test_session_keeps_state_between_requests(tmp_path, sim):
+def test_session_keeps_state_between_requests(tmp_path, sim, request):
     """A testbench process answers command after command and keeps its state (a running sum and
     the cycle count) between them; the end line stops it."""
+    if sim == "icarus":
+        request.getfixturevalue("icarus")
     (tmp_path / "acc_tb.v").write_text(_ACCUMULATOR_TB)
     tb = Testbench([tmp_path / "acc_tb.v"], "acc_tb", simulator=sim)
     with tb.session(cwd=tmp_path) as s:
@@ -96,7 +98,7 @@ def test_session_keeps_state_between_requests(tmp_path, sim):
 
 def test_session_that_ends_early_names_it(tmp_path):
     (tmp_path / "acc_tb.v").write_text(_ACCUMULATOR_TB)
-    tb = Testbench([tmp_path / "acc_tb.v"], "acc_tb", simulator="icarus")
+    tb = Testbench([tmp_path / "acc_tb.v"], "acc_tb", simulator=harness_simulator())
     with tb.session(cwd=tmp_path) as s:
         s.send("-1\n")
         with pytest.raises(RuntimeError, match="ended without a line starting with 'sum'"):

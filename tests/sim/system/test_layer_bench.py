@@ -6,6 +6,7 @@ import pytest
 
 from compiler.wafer import WaferCompileError
 from hdl.config import preset
+from sim.kit.testbench import harness_simulator
 from sim.system.layer_bench import row_block, row_blocks, run_layer
 
 CFG = preset("system", mesh_rows=2, mesh_cols=2, swarmx_leaves=1, sram_words=512)
@@ -26,7 +27,7 @@ def test_row_blocks():
 
 
 def test_layer_bench_small(tmp_path):
-    result = run_layer(CFG, 24, 32, work=tmp_path, simulator="icarus")
+    result = run_layer(CFG, 24, 32, work=tmp_path, simulator=harness_simulator())
     phases = {p["phase"]: p for p in result["phases"]}
     assert list(phases) == ["forward", "backward-data", "backward-weight"]
     assert result["blocks"] == {"forward": [24], "backward-weight": [12, 12]}

@@ -1,6 +1,7 @@
 """The RTL-wafer system on the plain-Verilog testbench, one simulator process per phase
 (sim/system/rtl_host.py): under Verilator in ``make sim``'s default configuration (so the cached
-binary is shared with ``make sim``), and under Icarus on ``--mesh 4x4`` wafers in small. The
+binary is shared with ``make sim``), on ``--mesh 4x4`` wafers in small, and under Icarus on the
+smallest system. The
 training loop checks the loss and every master weight bit for bit after every step and every
 phase's cycles against the schedule's model; these tests check what the runs report."""
 
@@ -31,14 +32,25 @@ def test_default_system_under_verilator(tmp_path, stall, check_rtl_results):
 
 
 @pytest.mark.slow
-def test_mesh4x4_wafer_under_icarus(tmp_path, check_rtl_results):
+def test_mesh4x4_wafer_under_verilator(tmp_path, check_rtl_results):
     """The ``--mesh 4x4`` scenario in small (one wafer of 4 x 4 PE tiles, batch 16, 64-16-10, one
-    step) on the same testbench under Icarus."""
+    step) on the same testbench."""
     run = SystemRunConfig(mesh=(4, 4), systems=1, batch=16, dims=(64, 16, 10), steps=1,
-                          eval_every=1, out_dir=str(tmp_path), simulator="icarus")
+                          eval_every=1, out_dir=str(tmp_path), simulator="verilator")
     results = run_system(run)
     check_rtl_results(results, run)
-    assert results["simulator"] == "icarus" and results["hardware"]["mesh_rows"] == 4
+    assert results["simulator"] == "verilator" and results["hardware"]["mesh_rows"] == 4
+
+
+def test_small_system_under_icarus(tmp_path, check_rtl_results, icarus):
+    """The same testbench under Icarus (``--sim icarus``) on the smallest system (one wafer of 2 x
+    2 tiles, 64-8-10, one step): bit-exact, every phase's cycles equal to the schedule model's,
+    as under Verilator."""
+    run = SystemRunConfig(systems=1, dims=(64, 8, 10), steps=1, eval_every=1, out_dir=str(tmp_path),
+                          simulator="icarus")
+    results = run_system(run)
+    check_rtl_results(results, run)
+    assert results["simulator"] == "icarus"
 
 
 def test_hex_files_round_trip(tmp_path):

@@ -32,7 +32,7 @@ def test_system_training_rtl_wafers_cocotb(tmp_path, check_rtl_results):
     run = SystemRunConfig(dims=(64, 8, 10), systems=2, batch=8, steps=1, eval_every=1,
                           stall=64, out_dir=str(tmp_path), wafer="rtl", simulator="cocotb")
     results = run_system(run)
-    assert results["simulator"] == "cocotb+" + bench_simulator("sim.system.bench_rtl_wafers")
+    assert results["simulator"] == "cocotb+" + bench_simulator("system_rtl")
     check_rtl_results(results, run)
 
 
