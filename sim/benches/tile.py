@@ -22,7 +22,7 @@ from cocotb.triggers import ClockCycles, RisingEdge
 from cocotb.utils import get_sim_time
 
 from sim.benches.pe import cfg_read_all, cfg_write
-from sim.kit import params
+from sim.kit import input_ports, params
 from sim.kit.clocking import PERIOD_NS, reset
 from sim.kit.stream import StreamDriver, StreamMonitor, bernoulli
 
@@ -35,6 +35,9 @@ async def run_kernel(dut):
     dut.cfg__we.value = 0
     dut.cfg__addr.value = 0
     dut.cfg__wdata.value = 0
+    for name in input_ports():                # unused links idle: valid and ready low
+        if name.endswith(("__valid", "__ready", "__payload")):
+            getattr(dut, name).value = 0
     for name in p.get("accept", []):          # top-level per-color accept masks: all colors
         getattr(dut, name).value = (1 << p["num_colors"]) - 1
     # Drivers and monitors first: inputs idle (valid low) from reset on.

@@ -132,12 +132,13 @@ def config_verilog(name, cfg, build):
     return path
 
 
-def _output_ports(texts, module):
-    """Names of the output ports of Verilog ``module`` (found in one of ``texts``)."""
+def _ports(texts, module, direction):
+    """Names of the ``direction`` (``input``/``output``) ports of Verilog ``module`` (found in one
+    of ``texts``)."""
     for text in texts:
         head = re.search(rf"^module {re.escape(module)}\s*\((.*?)\);(.*?)^endmodule", text, re.S | re.M)
         if head:
-            return sorted(set(re.findall(r"^\s*output\s+(?:wire|reg)?\s*(?:\[[^]]*\]\s*)?(\w+)\s*;",
+            return sorted(set(re.findall(rf"^\s*{direction}\s+(?:wire|reg)?\s*(?:\[[^]]*\]\s*)?(\w+)\s*;",
                                          head.group(2), re.M)))
     raise ValueError(f"module {module} is not in the sources")
 
@@ -264,10 +265,11 @@ def run_bench(component, name, test_module, *, params=None, testcase=None, extra
             runner.build(sources=sources, hdl_toplevel=toplevel, build_dir=build_dir,
                          build_args=build_args, timescale=TIMESCALE, always=waves)
 
-    env = {"WS_PARAMS": json.dumps(params or {}), "PYTHONPATH": str(ROOT)}
+    env = {"WS_PARAMS": json.dumps(params or {}), "PYTHONPATH": str(ROOT),
+           "WS_INPUT_PORTS": ",".join(_ports([text] + extra_texts, toplevel, "input"))}
     if trace:
         env["WS_TRACE"] = str(test_dir / "trace.txt")
-        env["WS_TRACE_PORTS"] = ",".join(_output_ports([text] + extra_texts, toplevel))
+        env["WS_TRACE_PORTS"] = ",".join(_ports([text] + extra_texts, toplevel, "output"))
         (test_dir / "trace.txt").unlink(missing_ok=True)
     log_file = None if console else test_dir / "sim.log"
     for old in test_dir.glob("*.xml"):

@@ -7,6 +7,7 @@ from the second on (at the first, at time 0, Icarus has not yet evaluated the co
 logic) and folds them into a running SHA-1, and every :data:`WINDOW` cycles and when the test ends it
 appends ``<clock start> <cycle> <digest>`` to the file. Two runs behave alike cycle for cycle when
 their files are equal; the first line that differs names the window of cycles where they part.
+With ``WS_TRACE_RAW=1`` every cycle's values are written too (in the order of ``WS_TRACE_PORTS``).
 """
 
 import hashlib
@@ -32,13 +33,16 @@ def start_if_requested(dut):
 
 
 async def record(clk, ports, path, start):
-    digest, cycle = hashlib.sha1(), 0
+    digest, cycle, raw = hashlib.sha1(), 0, os.environ.get("WS_TRACE_RAW", "0") not in ("", "0")
     await RisingEdge(clk)       # the edge at time 0: Icarus has not evaluated ``always @*`` yet
     with open(path, "a") as out:
         try:
             while True:
                 await RisingEdge(clk)
-                digest.update(" ".join(str(p.value) for p in ports).encode())
+                values = " ".join(str(p.value) for p in ports)
+                digest.update(values.encode())
+                if raw:
+                    out.write(f"{start} {cycle} {values}\n")
                 cycle += 1
                 if cycle % WINDOW == 0:
                     out.write(f"{start} {cycle} {digest.hexdigest()}\n")
