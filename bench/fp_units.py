@@ -96,23 +96,17 @@ def run():
         add(unit, f"cocotb + {bench_simulator(unit)}", "stream top", stats["results"], 0.0,
             stats["seconds"])
 
-        a, b = random_pairs(unit, ICARUS_VECTORS, seed=1)
-        for target in ("stream", "core") if icarus_available() else ():
-            job = prepare_harness(unit, a, b, target=target, tag="bench-icarus")
-            try:
-                compile_s, seconds = _icarus(job, ICARUS_VECTORS, f"{unit} {target} under Icarus")
-            finally:
-                job.cleanup()
-            add(unit, "Icarus", f"{target} harness", ICARUS_VECTORS, compile_s, seconds)
-
-        a, b = random_pairs(unit, VERILATOR_VECTORS, seed=2)
-        for target in ("stream", "core"):
-            job = prepare_harness(unit, a, b, target=target, tag="bench-verilator")
-            try:
-                compile_s, seconds = _verilator(job, VERILATOR_VECTORS, f"{unit} {target} under Verilator")
-            finally:
-                job.cleanup()
-            add(unit, "verilator --binary", f"{target} harness", VERILATOR_VECTORS, compile_s, seconds)
+        runs = [("Icarus", _icarus, ICARUS_VECTORS, 1)] if icarus_available() else []
+        runs.append(("verilator --binary", _verilator, VERILATOR_VECTORS, 2))
+        for label, run_one, n, seed in runs:
+            a, b = random_pairs(unit, n, seed=seed)
+            for target in ("stream", "core"):
+                job = prepare_harness(unit, a, b, target=target, tag=f"bench{run_one.__name__}")
+                try:
+                    compile_s, seconds = run_one(job, n, f"{unit} {target} under {label}")
+                finally:
+                    job.cleanup()
+                add(unit, label, f"{target} harness", n, compile_s, seconds)
 
     return {"tables": [{"title": "fp units: bit-exact checked vectors per second (full rate, random pairs)",
                         "columns": ["unit", "simulator", "target", "vectors", "compile s", "run s",
