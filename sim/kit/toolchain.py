@@ -21,7 +21,7 @@ import sys
 from functools import cache
 from pathlib import Path
 
-__all__ = ["ToolMissing", "verilator", "verilator_env", "verilator_version", "icarus_available",
+__all__ = ["ToolMissing", "verilator", "verilator_env", "verilator_version", "verilator_fst", "icarus_available",
            "require_icarus", "yowasp", "yosys", "ICARUS_MISSING"]
 
 _BIN = Path(sys.executable).parent
@@ -73,6 +73,15 @@ def verilator_version():
     out = subprocess.run([verilator(), "--version"], check=True, capture_output=True, text=True,
                          env=verilator_env())
     return out.stdout.strip()
+
+
+@cache
+def verilator_fst():
+    """Whether the C++ compiler finds ``lz4.h``, which the wheel's FST writer includes (Debian:
+    ``liblz4-dev``); without it Verilator's waves are VCD."""
+    probe = subprocess.run(["c++", "-E", "-x", "c++", "-"], input="#include <lz4.h>\n", capture_output=True,
+                           text=True)
+    return probe.returncode == 0
 
 
 def icarus_available():
