@@ -4,7 +4,8 @@
   pyproject.toml), never a system one, so every machine builds with one version. Its
   ``include/verilated.mk`` ships with empty compiler settings; :func:`verilator_env` supplies the
   ones a build needs (``-include`` for the precompiled header, ``-fcoroutines`` for ``--binary``'s
-  timing, ``-pthread``). Needs a C++ compiler and ``make``.
+  timing, ``-pthread``, and this Python for its scripts: it calls ``python``, which a machine
+  may not have). Needs a C++ compiler and ``make``.
 * **Icarus Verilog**: the system's ``iverilog`` and ``vvp`` when they are on PATH (PyPI has none);
   optional: without it every bench runs under Verilator and the cross-simulator checks say they
   did not run.
@@ -26,7 +27,8 @@ __all__ = ["ToolMissing", "verilator", "verilator_env", "verilator_version", "ve
 
 _BIN = Path(sys.executable).parent
 
-# Compiler settings the wheel's verilated.mk leaves empty (Debian's Verilator fills the same ones).
+# Compiler settings the wheel's verilated.mk leaves empty (Debian's Verilator fills the same ones);
+# it also names its build machine's Python, or `python`, for its includer script (PYTHON3 below).
 _VERILATED_MK = ("CFG_CXXFLAGS_PCH_I=-include", "CFG_CXXFLAGS_COROUTINES=-fcoroutines",
                  "CFG_LDLIBS_THREADS=-pthread")
 
@@ -64,7 +66,8 @@ def verilator_env(env=None):
     root = _verilator_root()
     env["PATH"] = f"{root / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     env.pop("VERILATOR_ROOT", None)          # the script finds its own root; another one is refused
-    env["MAKEFLAGS"] = " ".join(filter(None, [env.get("MAKEFLAGS", ""), *_VERILATED_MK]))
+    env["MAKEFLAGS"] = " ".join(filter(None, [env.get("MAKEFLAGS", ""), *_VERILATED_MK,
+                                              f"PYTHON3={sys.executable}"]))
     return env
 
 
