@@ -1,6 +1,7 @@
 """RTL simulation speed, side by side per simulator: the ``make sim`` system (2 wafers of 2 x 2 PE
 tiles under the SwarmX tree, 64-32-10) and the ``mesh4x4`` fabric under random traffic, on the
-same plain-Verilog testbenches under Verilator and Icarus, and the system under cocotb + Icarus.
+same plain-Verilog testbenches under Verilator and Icarus, and the system under cocotb (on the
+simulator ``sim.kit.runner.bench_simulator`` picks for it: Verilator).
 
 *cycles/CPU-s* = clock cycles simulated / CPU seconds (user + system) of the simulator processes
 (Verilog elaboration and the Verilator build excluded: both are cached). The system figure covers
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from hdl.config import Config
 from sim.benches.mesh import Scenario, Traffic, random_flows, random_timing, random_traffic
+from sim.kit.runner import bench_simulator
 from sim.kit.testbench import available_simulators
 from sim.system.config import SystemRunConfig
 from sim.system.run import run_system
@@ -87,5 +89,5 @@ def run():
         "title": "RTL cycles per CPU-second of the simulator: system = 2 wafers of 2x2 PEs + SwarmX, "
                  "one process per run; mesh4x4 = 16 routers, random traffic, back-pressure "
                  "(cycles and CPU seconds in build/bench/sim_speed.json)",
-        "columns": ["design", "Verilator", "Icarus", "cocotb+Icarus", "Verilator/Icarus"],
+        "columns": ["design", "Verilator", "Icarus", f"cocotb+{bench_simulator('system_rtl')}", "Verilator/Icarus"],
         "rows": rows}]}
