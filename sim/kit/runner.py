@@ -169,9 +169,9 @@ def _runner(simulator, build_dir, sources, toplevel, waves):
             # --public-flat-rw (cocotb's) makes every net of a wafer public: a 334 MB model that
             # compiles for many minutes. The benches reach the top's ports and, for the players'
             # and recorders' memories, one instance down.
-            build = [PUBLIC_DEPTH if arg == "--public-flat-rw" else arg for arg in build]
-            return [[a for arg in build for a in (arg if isinstance(arg, list) else [arg])], make,
-                    ["sh", "-c", f"echo {h.hexdigest()} > build.stamp"]]
+            i = build.index("--public-flat-rw")
+            build[i:i + 1] = PUBLIC_DEPTH
+            return [build, make, ["sh", "-c", f"echo {h.hexdigest()} > build.stamp"]]
 
     return CachedVerilator()
 

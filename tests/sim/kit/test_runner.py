@@ -1,0 +1,62 @@
+"""sim/kit/runner.py without a simulator: the simulator choice and the cross-simulator comparison
+(``compare_simulators`` fails on any difference in tests run, simulated time or trace)."""
+
+import pytest
+
+from sim.kit import runner
+
+_XML = """<testsuites><testsuite>{cases}</testsuite></testsuites>"""
+_CASE = ('<testcase name="{name}"><properties><property name="sim_time_duration" value="{ns}" />'
+         '</properties></testcase>')
+
+
+def _run_dir(path, times, trace):
+    path.mkdir()
+    cases = "".join(_CASE.format(name=n, ns=ns) for n, ns in times.items())
+    (path / "results.xml").write_text(_XML.format(cases=cases))
+    (path / "trace.txt").write_text("".join(f"{line}\n" for line in trace))
+    return path
+
+
+TRACE = ["0 256 aa", "0 300 bb end", "1 12 cc end"]
+
+
+def _pair(tmp_path, times=None, trace=None):
+    return {"icarus": _run_dir(tmp_path / "icarus", {"a": 3000.0, "b": 120.0}, TRACE),
+            "verilator": _run_dir(tmp_path / "verilator", times or {"a": 3000.0, "b": 120.0}, trace or TRACE)}
+
+
+def test_equal_runs_pass(tmp_path):
+    runner._same_runs(_pair(tmp_path), "bench")
+    assert runner.test_times(tmp_path / "icarus") == {"a": 3000.0, "b": 120.0}
+
+
+@pytest.mark.parametrize("times,trace,message", [
+    ({"a": 3000.0, "b": 130.0}, None, "simulated ns per test differ"),
+    ({"a": 3000.0}, None, "simulated ns per test differ"),
+    (None, ["0 256 aa", "0 300 bX end", "1 12 cc end"], "in trace line 1"),
+    (None, TRACE[:2], "traces differ in length"),
+])
+def test_any_difference_fails(tmp_path, times, trace, message):
+    with pytest.raises(AssertionError, match=message):
+        runner._same_runs(_pair(tmp_path, times, trace), "bench")
+
+
+def test_empty_trace_fails(tmp_path):
+    dirs = {"icarus": _run_dir(tmp_path / "i", {"a": 1.0}, []), "verilator": _run_dir(tmp_path / "v", {"a": 1.0}, [])}
+    with pytest.raises(AssertionError, match="empty trace"):
+        runner._same_runs(dirs, "bench")
+
+
+def test_simulator_choice(monkeypatch):
+    monkeypatch.delenv(runner.SIM_ENV, raising=False)
+    monkeypatch.setattr(runner, "icarus_available", lambda: True)
+    assert runner.bench_simulator("wafer") == "verilator"
+    assert runner.bench_simulator("router") == runner.DEFAULT_SIMULATOR == "icarus"
+    monkeypatch.setattr(runner, "icarus_available", lambda: False)
+    assert runner.bench_simulator("router") == "verilator"
+    monkeypatch.setenv(runner.SIM_ENV, "verilator")
+    assert runner.bench_simulator("router") == "verilator"
+    monkeypatch.setenv(runner.SIM_ENV, "xcelium")
+    with pytest.raises(ValueError, match="simulator must be one of"):
+        runner.bench_simulator("router")
