@@ -158,7 +158,7 @@ def _runner(simulator, build_dir, sources, toplevel, waves):
 
     class CachedVerilator(Verilator):
         def _build_command(self):
-            if (build_dir / toplevel).exists() and stamp.exists() and stamp.read_text() == h.hexdigest():
+            if (build_dir / toplevel).exists() and stamp.exists() and stamp.read_text().strip() == h.hexdigest():
                 return []
             stamp.unlink(missing_ok=True)
             for old in build_dir.glob("*"):     # a stale or interrupted build (its PCH would fail)

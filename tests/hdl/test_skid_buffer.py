@@ -15,3 +15,13 @@ def test_skid_buffer_same_under_icarus_and_verilator(icarus):
     """The bench under both simulators: the same outputs at every cycle (sim.kit.trace)."""
     with compare_simulators():
         test_skid_buffer(0.3)
+
+
+def test_verilator_build_is_reused():
+    """A second run of a bench under Verilator compiles nothing: it reuses the cached binary
+    (sim.kit.runner: build stamp of sources, Verilator version and flags)."""
+    def run():
+        test_dir = run_bench(build_top("skid_buffer", Config()), "skid_buffer", "sim.benches.skid_buffer",
+                             params={"words": 50, "gap_prob": 0.3, "stall_prob": 0.3}, simulator="verilator")
+        return (test_dir.parent / "skid_buffer").stat().st_mtime_ns
+    assert run() == run()
