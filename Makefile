@@ -77,7 +77,7 @@ sim: $(STAMP)
 	$(PY) -m sim.system $(ARGS)
 
 test: $(STAMP)
-	$(SIM_ENV) $(PY) -m pytest -n auto $(PYTEST_ARGS)
+	$(SIM_ENV) $(PY) -m pytest -n auto --dist loadgroup $(PYTEST_ARGS)
 
 verilog: $(STAMP)
 	@$(PY) -m hdl.generate --preset $(PRESET) $(CONFIG_SETS) --jobs $(JOBS) $(TOPS)

@@ -11,3 +11,10 @@ def icarus():
     cross-simulator checks need it; CI installs it)."""
     if not icarus_available():
         pytest.skip(f"{ICARUS_MISSING}: this Icarus cross-check did not run")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``slow`` (a Verilator build or minutes of simulation, cold) start first, in
+    their file order, so that the pytest-xdist workers do not finish on one long test while the
+    other idles. Stable: every worker collects the same order, as xdist requires."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

@@ -20,6 +20,7 @@ def _routes(flows, colors=CFG.num_colors, rows=4, cols=4):
     return xy_routes(rows, cols, colors, flows)
 
 
+@pytest.mark.slow
 def test_random_traffic_two_phases(tmp_path):
     """>= 100,000 wavelets of random multi-color traffic (unicast and multicast routes, random
     injection rates, random back-pressure on every edge and RAMP output) in two phases with the

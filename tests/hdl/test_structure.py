@@ -28,6 +28,7 @@ import math
 import os
 import subprocess
 
+import pytest
 from amaranth.hdl import Fragment
 
 from bench.synth import ECP5_ARCS, ECP5_FREQ, lut_levels
@@ -214,6 +215,7 @@ def _check_cores(nl, top, cfg, muls, adds):
         assert any(c["type"] in _ADDERS and _inside(n, [core]) for n, c in cells.items()), core
 
 
+@pytest.mark.slow
 def test_pe_core_no_multiply_and_add_between_registers(tmp_path):
     """PE core at the hardware stages: every FMAC lane's and the vector unit's product passes a
     register before any adder cell of an fp32 adder core."""
@@ -271,6 +273,7 @@ def test_router_lut_levels_do_not_grow(tmp_path):
                                          f"measured (the {ECP5_FREQ} MHz target allows {MAX_LUT_LEVELS})")
 
 
+@pytest.mark.slow
 def test_pe_core_lut_levels_do_not_grow(tmp_path):
     """``pe_core`` at the hardware stages: at most PE_CORE_LUT_LEVELS, its measured depth. The
     75 MHz bound (MAX_LUT_LEVELS) is not met yet: the engines' stage-0 control (match, range

@@ -119,6 +119,7 @@ def test_bad_parameters(make, message):
         make()
 
 
+@pytest.mark.slow
 def test_swarmx_benches_same_under_icarus_and_verilator(icarus):
     """The tree, split-node and deep-tree benches under both simulators: the same outputs at every
     cycle (sim.kit.trace)."""

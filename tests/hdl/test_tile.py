@@ -74,6 +74,7 @@ def test_tile_address_map_must_fit():
         Tile(preset("tiny", sram_words=1 << 16, sram_banks=2))
 
 
+@pytest.mark.slow
 def test_tile_bench_same_under_icarus_and_verilator(icarus):
     """A tile and a row of tiles under both simulators: the same outputs at every cycle
     (sim.kit.trace)."""

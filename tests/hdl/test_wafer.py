@@ -43,10 +43,20 @@ def link_inputs(cfg, w16, *, transposed=False):
             for q, words in enumerate(weight_streams(cfg, w16, transposed=transposed))}
 
 
+# The RTL tests share three wafers (a Verilator build each, minutes cold): HW_2X2, SYSTEM_3X2 (the
+# combinational lanes of `make sim --preset system`) and HW_2X3; each group runs on one pytest-xdist
+# worker (make test: --dist loadgroup), so no worker waits on another's build of the same wafer.
+HW_2X2 = pytest.mark.xdist_group("wafer-hardware-2x2")
+SYSTEM_3X2 = pytest.mark.xdist_group("wafer-system-3x2")
+HW_2X3 = pytest.mark.xdist_group("wafer-hardware-2x3")
+
+
 # (2 x 3 with gaps: backward-data below; 1 x 2: the system bench's layers cover one-row chains.)
 # "hardware": the pipelined lanes (rows in groups of acc_rows = 5: 13 = 5 + 8).
-@pytest.mark.parametrize("pre,rows,cols,m,k,gap,stall", [("system", 2, 2, 10, 13, 0.0, 0.0),
-                                                         ("hardware", 2, 2, 13, 13, 0.2, 0.3)])
+@pytest.mark.slow
+@pytest.mark.parametrize("pre,rows,cols,m,k,gap,stall", [
+    pytest.param("system", 3, 2, 10, 13, 0.0, 0.0, marks=SYSTEM_3X2),
+    pytest.param("hardware", 2, 2, 13, 13, 0.2, 0.3, marks=HW_2X2)])
 def test_wafer_forward(pre, rows, cols, m, k, gap, stall):
     cfg = preset(pre, mesh_rows=rows, mesh_cols=cols)
     rng = np.random.default_rng(rows * 10 + cols)
@@ -138,9 +148,11 @@ def random_layer(rng, m, k, batch):
     return w16, x16, dz16
 
 
+@pytest.mark.slow
+@HW_2X2
 def test_wafer_forward_last_layer():
     """Last layer: fp32 logits (no ReLU, no rounding) leave at the east edge of every row."""
-    cfg = preset("system")
+    cfg = preset("hardware")
     m, k, batch = 10, 13, 2 * cfg.lanes
     w16, x16, _ = random_layer(np.random.default_rng(5), m, k, batch)
     phase = compile_forward(cfg, m=m, k=k, batch=batch, x16=x16, last=True)
@@ -153,8 +165,11 @@ def test_wafer_forward_last_layer():
               status_reads(cfg, phase, FAULT=0, ACTIVE=0), gap=0.2, stall=0.3)
 
 
-@pytest.mark.parametrize("pre,rows,cols,m,k,dw", [("system", 3, 2, 4, 7, "dot"), ("system", 3, 2, 5, 16, "lanes"),
-                                                  ("hardware", 2, 2, 7, 16, "lanes")])
+@pytest.mark.slow
+@pytest.mark.parametrize("pre,rows,cols,m,k,dw", [
+    pytest.param("system", 3, 2, 4, 7, "dot", marks=SYSTEM_3X2),
+    pytest.param("system", 3, 2, 5, 16, "lanes", marks=SYSTEM_3X2),
+    pytest.param("hardware", 2, 2, 7, 16, "lanes", marks=HW_2X2)])
 def test_wafer_backward_weight(pre, rows, cols, m, k, dw):
     """dW = dZ X^T: partials per PE (FMAC broadcasts of dZ on the lanes when every column holds a
     multiple of L features, else VEC DOT), column chain south to north, rows of dW out of the
@@ -215,6 +230,8 @@ def dx_reads(cfg, phase, want):
     return reads
 
 
+@pytest.mark.slow
+@HW_2X3
 def test_wafer_backward_data():
     """dZ_prev = mask(X) * bf16(W^T dZ): W streamed transposed, row k on the link of its column,
     FMAC over the stored dZ, VEC MASK + round into SRAM, = kernels.backward_data; at the hardware
@@ -238,6 +255,8 @@ def test_wafer_backward_data():
         assert np.array_equal(got, want[:, p * L:(p + 1) * L]), f"row {p}: dZ_prev at the edge"
 
 
+@pytest.mark.slow
+@HW_2X3
 def test_wafer_multicast_configuration_and_next_input_stream():
     """Backward-data configured through TILE_MASK (compiler.multicast: shared registers and the
     rows' alike dZ loads written once) while the next input batch streams in at the west edges
@@ -245,7 +264,7 @@ def test_wafer_multicast_configuration_and_next_input_stream():
     every PE of those columns holds its X[K_q, B_p] at the home afterwards."""
     from compiler.config_state import ConfigState
     from compiler.multicast import multicast
-    cfg = preset("system", mesh_cols=3)
+    cfg = preset("hardware", mesh_cols=3)
     m, k, batch, k_in, home = 6, 12, 2 * cfg.lanes, 9, 1500
     L = cfg.lanes
     rng = np.random.default_rng(12)
@@ -305,6 +324,8 @@ def test_wafer_too_many_tiles_for_the_bus():
     full._MustUse__silence = True        # checked for construction only, not elaborated
 
 
+@pytest.mark.slow
+@HW_2X2
 def test_wafer_bench_same_under_icarus_and_verilator(icarus):
     """A 2 x 2 forward phase at the hardware preset with gaps and back-pressure under both
     simulators: the same outputs at every cycle (sim.kit.trace)."""

@@ -973,6 +973,7 @@ def test_pe_coverage_directed_programs_on_pipelined_rtl(part):
     run(cfg, prog, gap_prob=0.2, stall_prob=0.3)
 
 
+@pytest.mark.slow
 def test_pe_core_bench_same_under_icarus_and_verilator(icarus):
     """FMAC, groups and the pipelined vector unit under both simulators: the same outputs at
     every cycle (sim.kit.trace)."""

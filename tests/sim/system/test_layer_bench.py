@@ -26,6 +26,7 @@ def test_row_blocks():
         row_block(CFG.replace(sram_words=64), "backward-weight", 24, 32, 8)
 
 
+@pytest.mark.slow
 def test_layer_bench_small(tmp_path):
     result = run_layer(CFG, 24, 32, work=tmp_path, simulator=harness_simulator())
     phases = {p["phase"]: p for p in result["phases"]}

@@ -14,6 +14,8 @@ from sim.system.rtl_host import cfg_words, read_hex, write_hex
 from sim.system.run import run_system
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("system-tb-hardware")      # one Verilator build: one worker runs both
 @pytest.mark.parametrize("stall", [0, 64])
 def test_default_system_under_verilator(tmp_path, stall, check_rtl_results):
     """``make sim``'s hardware and network (its Verilator binary; ``stall`` is a run-time
@@ -42,6 +44,7 @@ def test_mesh4x4_wafer_under_verilator(tmp_path, check_rtl_results):
     assert results["simulator"] == "verilator" and results["hardware"]["mesh_rows"] == 4
 
 
+@pytest.mark.slow
 def test_small_system_under_icarus(tmp_path, check_rtl_results, icarus):
     """The same testbench under Icarus (``--sim icarus``) on the smallest system (one wafer of 2 x
     2 tiles, 64-8-10, one step): bit-exact, every phase's cycles equal to the schedule model's,

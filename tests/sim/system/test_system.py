@@ -24,6 +24,7 @@ def test_system_training(tmp_path, systems, stall, optimizer):
             assert s["swarmx_broadcast_cycles"] > s["model_broadcast_cycles"]
 
 
+@pytest.mark.slow
 def test_system_training_rtl_wafers_cocotb(tmp_path, check_rtl_results):
     """The default bench in small under cocotb (``--sim cocotb``): N = 2 RTL wafers of
     2 x 2 PE tiles under the SwarmX RTL, with random gaps at the weight player and back-pressure
@@ -59,6 +60,7 @@ def test_model_wafers_need_cocotb():
     assert SystemRunConfig(wafer="model").resolved_simulator() == "cocotb"
 
 
+@pytest.mark.slow
 def test_system_bench_same_under_icarus_and_verilator(tmp_path, icarus):
     """The system bench (MemoryX -> SwarmX RTL -> model wafers) under both simulators: the same
     outputs at every cycle (sim.kit.trace)."""
