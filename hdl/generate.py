@@ -63,10 +63,10 @@ def _version(dist):
         return None
 
 
-def source_digest(root=ROOT):
-    """sha256 over the path and content of every ``.py`` file of :data:`SOURCE_PACKAGES`."""
+def source_digest(root=ROOT, packages=SOURCE_PACKAGES):
+    """sha256 over the path and content of every ``.py`` file of ``packages`` (folders of ``root``)."""
     h = hashlib.sha256()
-    for package in SOURCE_PACKAGES:
+    for package in packages:
         for path in sorted((root / package).rglob("*.py")):
             if "__pycache__" in path.parts:
                 continue
@@ -75,12 +75,14 @@ def source_digest(root=ROOT):
     return h.hexdigest()
 
 
-def build_key(name, cfg, sources=None):
-    """The inputs of top ``name`` under ``cfg`` (a dict; ``key`` is their sha256)."""
+def build_key(name, cfg=None, sources=None, **extra):
+    """The inputs of top ``name`` under ``cfg`` (a dict; ``key`` is their sha256); ``extra`` items
+    (JSON values) join them."""
     inputs = {
+        **extra,
         "format": STAMP_FORMAT,
         "top": name,
-        "config": cfg.as_dict(),
+        "config": cfg.as_dict() if cfg is not None else None,
         "sources": sources or source_digest(),
         "python": f"{sys.version_info.major}.{sys.version_info.minor}",
         "amaranth": _version("amaranth"),

@@ -246,14 +246,15 @@ def prepare_harness(unit, a, b, *, target="stream", expected=None, gap=0, stall=
 def run_harness(unit, a, b, *, target="stream", expected=None, gap=0, stall=0, seed=1, tag="bulk", latency=2,
                 simulator=None):
     """Run the pairs ``(a[k], b[k])`` through ``unit`` in the plain-Verilog harness under
-    ``simulator`` (default :func:`sim.kit.testbench.harness_simulator`), see
+    ``simulator`` (default :func:`sim.kit.testbench.harness_simulator` for ``len(a)`` vectors), see
     :func:`prepare_harness`; returns the parsed :class:`HarnessResult`."""
     from sim.kit.testbench import Testbench, harness_simulator
 
     job = prepare_harness(unit, a, b, target=target, expected=expected, gap=gap, stall=stall,
                           seed=seed, tag=tag, latency=latency)
     try:
-        tb = Testbench(job.sources, job.toplevel, simulator=harness_simulator(simulator), defines=job.defines)
+        tb = Testbench(job.sources, job.toplevel, simulator=harness_simulator(simulator, len(a)),
+                       defines=job.defines)
         out = tb.run(job.plusargs, cwd=job.run_dir).stdout
     finally:
         job.cleanup()

@@ -52,8 +52,8 @@ BENCH_SIMULATOR = {"wafer": "verilator", "system_rtl": "verilator"}
 DEFAULT_SIMULATOR = "icarus"
 
 __all__ = ["ROOT", "BUILD", "SIMULATORS", "BENCH_SIMULATOR", "DEFAULT_SIMULATOR", "build_dir_for", "run_bench",
-           "test_times", "bench_simulator", "compare_simulators", "config_verilog", "run_vvp",
-           "waves_requested", "locked"]
+           "test_times", "bench_simulator", "compare_simulators", "config_verilog", "cached_verilog", "top_verilog",
+           "run_vvp", "waves_requested", "locked"]
 
 
 def waves_requested():
@@ -118,17 +118,32 @@ def _safe(text):
 
 def config_verilog(name, cfg, build):
     """Path of the Verilog of ``build(cfg)`` (a component of hardware configuration ``cfg``) as
-    module ``name``, generated once per ``hdl.generate.build_key(name, cfg)`` (the ``hdl/`` and
-    ``arch/`` sources, ``cfg``, the Python and Amaranth versions) into
-    ``build/sim/verilog-<name>-<key>/``: benches of one design share it (Amaranth takes seconds
-    for a router, about a minute for a wafer of 2 x 3 PE tiles)."""
-    from hdl.generate import build_key
-    folder = BUILD / f"verilog-{name}-{build_key(name, cfg)['key'][:16]}"
+    module ``name``: :func:`cached_verilog` (benches of one design share it; Amaranth takes
+    seconds for a router, about a minute for a wafer of 2 x 3 PE tiles)."""
+    return cached_verilog(name, build, cfg)
+
+
+def top_verilog(name, cfg):
+    """Path of the Verilog of the top ``hdl.tops.build_top(name, cfg)``: :func:`cached_verilog`."""
+    from hdl.tops import build_top
+    return cached_verilog(name, build_top, name, cfg)
+
+
+def cached_verilog(name, build, *args, **kwargs):
+    """Path of the Verilog of ``build(*args, **kwargs)`` as module ``name``, generated once per key
+    into ``build/sim/verilog-<name>-<key>/``. The key: ``hdl.generate.build_key`` (the ``hdl/`` and
+    ``arch/`` sources, the Python and Amaranth versions) with the ``sim/harness/`` sources, ``build``'s
+    name and the arguments' ``repr`` (a ``Config`` shows every field), so a warm run converts
+    nothing."""
+    from hdl.generate import build_key, source_digest
+    what = f"{build.__module__}.{build.__qualname__}{args!r}{sorted(kwargs.items())!r}"
+    key = build_key(name, sources=source_digest() + source_digest(packages=("sim/harness",)), build=what)["key"][:16]
+    folder = BUILD / f"verilog-{name}-{key}"
     path = folder / f"{name}.v"
     with locked(folder):
         if not path.exists():
             tmp = folder / f".{name}.v.tmp"
-            tmp.write_text(verilog_text(build(cfg), name))
+            tmp.write_text(verilog_text(build(*args, **kwargs), name))
             tmp.replace(path)
     return path
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from sim.harness.swarmx_system import SwarmxSystemHarness
-from sim.kit.runner import run_bench
+from sim.kit.runner import cached_verilog, run_bench
 from sim.system.config import DATA_FILE
 
 __all__ = ["DATA_FILE", "run_system"]
@@ -35,13 +35,15 @@ def run_system(run, *, console=False, run_name=None, log=None):
             log = (lambda text: print(text, flush=True)) if console else (lambda text: None)
         return run_rtl_host(run, simulator=simulator, log=log)
     if run.wafer == "rtl":
-        from sim.harness.rtl_system import RtlSystemHarness
         from sim.system.rtl import harness_depths, rtl_config
+        from sim.system.rtl_build import DUT, system_sources
         cfg = rtl_config(run)
-        top = RtlSystemHarness(cfg, **harness_depths(cfg, run.dims))
-        bench, name = "sim.system.bench_rtl_wafers", "system_rtl"
+        # the Verilog the plain-Verilog path uses, generated once per configuration
+        top = system_sources(cfg, harness_depths(cfg, run.dims))[0]
+        bench, name = "sim.system.bench_rtl_wafers", DUT
     else:
-        top, bench, name = SwarmxSystemHarness(run.systems, run.words), "sim.system.bench_model_wafers", "system"
+        top = cached_verilog("system", SwarmxSystemHarness, run.systems, run.words)
+        bench, name = "sim.system.bench_model_wafers", "system"
     run_bench(top, name, bench, params=run.as_dict(), testcase="train", console=console,
               run_name=run_name)
     return json.loads((out / "results.json").read_text())

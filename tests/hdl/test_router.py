@@ -9,7 +9,6 @@ from arch.ports import RAMP2, Port
 from arch.router_map import ADDR_RAMP2
 from hdl.config import Config
 from hdl.router import Router
-from hdl.tops import build_top
 from models.fabric import FabricModel, walk
 from sim.benches.mesh import (
     FabricPorts,
@@ -22,13 +21,13 @@ from sim.benches.mesh import (
     run_harness,
     scoreboard,
 )
-from sim.kit.runner import compare_simulators, run_bench
+from sim.kit.runner import compare_simulators, run_bench, top_verilog
 
 
 @pytest.mark.parametrize("num_colors,vc_depth", [(4, 2), (24, 4)])
 def test_router_bench(num_colors, vc_depth):
     cfg = Config(num_colors=num_colors, vc_depth=vc_depth)
-    run_bench(build_top("router", cfg), "router", "sim.benches.router",
+    run_bench(top_verilog("router", cfg), "router", "sim.benches.router",
               params={"num_colors": num_colors, "vc_depth": vc_depth})
 
 

@@ -14,7 +14,7 @@ from hdl.tops import build_top
 from hdl.verilog import verilog_text
 from models.swarmx import SwarmxTiming, node_children, node_reduce_latency, tree_depth
 from sim.harness.swarmx_system import SwarmxSystemHarness
-from sim.kit.runner import compare_simulators, run_bench
+from sim.kit.runner import cached_verilog, compare_simulators, run_bench, top_verilog
 
 # Words per random run: the per-cycle Python cost grows with the number of streams.
 WORDS = {1: 1500, 2: 1200, 4: 1000, 7: 700, 16: 400}
@@ -23,27 +23,29 @@ WORDS = {1: 1500, 2: 1200, 4: 1000, 7: 700, 16: 400}
 @pytest.mark.parametrize("leaves", [1, 2, 4, 7, 16])
 def test_swarmx_tree_bench(leaves):
     cfg = Config(swarmx_leaves=leaves)
-    run_bench(build_top("swarmx", cfg), "swarmx", "sim.benches.swarmx",
+    run_bench(top_verilog("swarmx", cfg), "swarmx", "sim.benches.swarmx",
               params={"leaves": leaves, "fifo_depth": cfg.swarmx_fifo_depth,
                       "adder_latency": Fp32Add.LATENCY, "words": WORDS[leaves], "full_words": 64})
 
 
 def test_swarmx_split_node_bench():
-    run_bench(SwarmxNode(4, split=True, fifo_depth=4), "swarmx_split", "sim.benches.swarmx",
+    run_bench(cached_verilog("swarmx_split", SwarmxNode, 4, split=True, fifo_depth=4), "swarmx_split",
+              "sim.benches.swarmx",
               params={"leaves": 4, "split": 1, "fifo_depth": 4,
                       "adder_latency": Fp32Add.LATENCY, "words": 400, "full_words": 64})
 
 
 def test_swarmx_shallow_fifo_bench():
     """The least legal child FIFO depth (2) still runs at one word per cycle."""
-    run_bench(SwarmxTree(7, fifo_depth=2), "swarmx", "sim.benches.swarmx",
+    run_bench(cached_verilog("swarmx", SwarmxTree, 7, fifo_depth=2), "swarmx", "sim.benches.swarmx",
               params={"leaves": 7, "fifo_depth": 2, "adder_latency": Fp32Add.LATENCY,
                       "words": 200, "full_words": 48}, testcase=["random_traffic", "full_rate"])
 
 
 def run_deep_tree(leaves, words, *, run_name=None):
     """The reduced deep-tree bench (``sim/benches/swarmx_deep.py``); returns its run folder."""
-    return run_bench(SwarmxSystemHarness(leaves, words), "swarmx_deep", "sim.benches.swarmx_deep",
+    return run_bench(cached_verilog("swarmx_deep", SwarmxSystemHarness, leaves, words), "swarmx_deep",
+                     "sim.benches.swarmx_deep",
                      params={"leaves": leaves, "words": words, "adder_latency": Fp32Add.LATENCY, "stall": 96},
                      run_name=run_name)
 
@@ -70,7 +72,7 @@ def test_swarmx_deeper_adders_bench():
     cfg = Config(swarmx_leaves=7, fp_latency=4)
     tree = build_top("swarmx", cfg)
     assert tree.reduce_latency == tree_depth(7) * node_reduce_latency(4)
-    run_bench(tree, "swarmx", "sim.benches.swarmx",
+    run_bench(top_verilog("swarmx", cfg), "swarmx", "sim.benches.swarmx",
               params={"leaves": 7, "fifo_depth": cfg.swarmx_fifo_depth, "adder_latency": 4,
                       "words": 300, "full_words": 48})
 

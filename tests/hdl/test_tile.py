@@ -50,7 +50,7 @@ def test_tile_alone():
     cfg = preset("tiny")
     params, expect = forward_kernel_setup(cfg, rows=1, cols=1, m=9, k=7, seed=1, mesh=False)
     params.update(gap_prob=0.3, stall_prob=0.4)
-    test_dir = run_bench(Tile(cfg), "tile", "sim.benches.tile", params=params)
+    test_dir = run_bench(config_verilog("tile", cfg, Tile), "tile", "sim.benches.tile", params=params)
     check(json.loads((test_dir / "result.json").read_text()), params, expect)
 
 

@@ -22,7 +22,7 @@ from sim.benches.fp import (
     run_harness,
     special_pairs,
 )
-from sim.kit.runner import compare_simulators, run_bench
+from sim.kit.runner import compare_simulators, run_bench, top_verilog
 
 # Literal IEEE-754 binary32 facts (not from numpy): (a, b, a + b).
 ADD_DIRECTED = [
@@ -148,7 +148,7 @@ def test_special_pairs_stream(unit):
 
 @pytest.mark.parametrize("kind", ["uniform", "close"])
 def test_random_pairs_core(unit, kind, seed):
-    """BULK random pairs of each kind (together >= 1,000,000 per run), bit-exact, Icarus only."""
+    """BULK random pairs of each kind (together >= 1,000,000 per run), bit-exact (a bulk run: Verilator)."""
     a, b = random_pairs(unit.name, BULK, seed, kind)
     _clean(run_core_harness(unit.name, a, b, tag=f"random-{kind}"), BULK, f"seed={seed}")
 
@@ -172,9 +172,9 @@ def test_special_pairs_stream_deeper(unit, latency):
 def test_cocotb_deeper_pipeline_timing(unit, latency):
     """cocotb at Config.fp_latency 4 and 6: cycle-exact against the pipeline model (stages that
     advance together), full-rate latency == fp_latency, capacity fp_latency + 2."""
-    top = build_top(unit.name, Config(fp_latency=latency))
-    assert top.LATENCY == latency
-    run_bench(top, unit.name, "sim.benches.fp",
+    cfg = Config(fp_latency=latency)
+    assert build_top(unit.name, cfg).LATENCY == latency
+    run_bench(top_verilog(unit.name, cfg), unit.name, "sim.benches.fp",
               params={"unit": unit.name, "vectors": "special", "gap_prob": 0.3, "stall_prob": 0.3,
                       "latency": latency})
 
@@ -196,14 +196,14 @@ def test_cocotb_special_pairs_and_timing(unit):
     """cocotb: special pairs with random gaps / back-pressure and cycle-exact replay of the
     pipeline model; full-rate latency == LATENCY and one result per cycle; results held (and
     the pipeline filled to capacity) while o.ready is low."""
-    run_bench(build_top(unit.name, Config()), unit.name, "sim.benches.fp",
+    run_bench(top_verilog(unit.name, Config()), unit.name, "sim.benches.fp",
               params={"unit": unit.name, "vectors": "special", "gap_prob": 0.3, "stall_prob": 0.3,
                       "latency": unit.top.LATENCY})
 
 
 def test_cocotb_random_heavy_backpressure(unit, seed):
     """cocotb: random pairs, mostly-stalled output and frequent input gaps, cycle-exact."""
-    run_bench(build_top(unit.name, Config()), unit.name, "sim.benches.fp", testcase="stream_traffic",
+    run_bench(top_verilog(unit.name, Config()), unit.name, "sim.benches.fp", testcase="stream_traffic",
               seed=seed % (1 << 31),
               params={"unit": unit.name, "vectors": "random", "n": 1500, "gap_prob": 0.5,
                       "stall_prob": 0.8, "latency": unit.top.LATENCY})

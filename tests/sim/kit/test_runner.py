@@ -60,3 +60,19 @@ def test_simulator_choice(monkeypatch):
     monkeypatch.setenv(runner.SIM_ENV, "xcelium")
     with pytest.raises(ValueError, match="simulator must be one of"):
         runner.bench_simulator("router")
+
+
+def test_cached_verilog_converts_once_per_key(tmp_path, monkeypatch):
+    """The Verilog of one (top, builder, arguments) is converted once and then read from its
+    folder; other arguments get another folder."""
+    from hdl.config import Config
+
+    monkeypatch.setattr(runner, "BUILD", tmp_path)
+    calls = []
+    real = runner.verilog_text
+    monkeypatch.setattr(runner, "verilog_text", lambda c, name: calls.append(name) or real(c, name))
+    first = runner.top_verilog("skid_buffer", Config())
+    assert runner.top_verilog("skid_buffer", Config()) == first and calls == ["skid_buffer"]
+    other = runner.top_verilog("skid_buffer", Config(num_colors=4))
+    assert other != first and calls == ["skid_buffer", "skid_buffer"]
+    assert "module skid_buffer" in first.read_text()

@@ -6,12 +6,20 @@ import random
 
 import pytest
 
+import sim.kit.testbench as testbench
 from arch.ports import Port
 from arch.router_map import ADDR_ERROR, ADDR_VC_BUSY
 from hdl.config import Config
 from models.fabric import xy_routes
 from sim.benches.mesh import Scenario, Traffic, random_flows, random_timing, random_traffic
-from sim.kit.testbench import SIMULATORS, Testbench, available_simulators, default_simulator, harness_simulator
+from sim.kit.testbench import (
+    BULK_VECTORS,
+    SIMULATORS,
+    Testbench,
+    available_simulators,
+    default_simulator,
+    harness_simulator,
+)
 
 CFG = Config(num_colors=4, vc_depth=2)
 
@@ -62,6 +70,17 @@ def test_simulator_choice():
     assert set(available_simulators()) <= set(SIMULATORS)
     with pytest.raises(ValueError, match="simulator must be one of"):
         Testbench([], "x", simulator="xcelium")
+
+
+@pytest.mark.parametrize("installed", [True, False])
+def test_harness_simulator(monkeypatch, installed):
+    """Short harness runs take Icarus where installed; bulk runs (and every run without Icarus)
+    Verilator; an explicit choice wins."""
+    monkeypatch.setattr(testbench, "icarus_available", lambda: installed)
+    assert harness_simulator() == ("icarus" if installed else "verilator")
+    assert harness_simulator(vectors=BULK_VECTORS - 1) == ("icarus" if installed else "verilator")
+    assert harness_simulator(vectors=BULK_VECTORS) == "verilator"
+    assert harness_simulator("icarus", vectors=BULK_VECTORS) == "icarus"
 
 
 _ACCUMULATOR_TB = """
