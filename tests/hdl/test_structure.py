@@ -36,12 +36,12 @@ from hdl.config import PRESETS, preset
 from hdl.fp.bf16_mul import Bf16MulCore
 from hdl.fp.fp32_add import Fp32AddCore
 from hdl.tops import build_top
-from hdl.verilog import verilog_text
 from sim.kit import toolchain
-from sim.kit.runner import ROOT
+from sim.kit.runner import ROOT, top_verilog
 
 YOSYS = toolchain.yosys()
-# LUT-level counts, cached per (Verilog, yosys version, script): a warm make test synthesizes nothing.
+# Netlists and LUT-level counts, cached per (Verilog, yosys version, script): a warm make test
+# synthesizes nothing.
 LEVELS_CACHE = ROOT / "build" / "structure"
 
 # The net the bf16 multiplier core (hdl/fp/bf16_mul.py) names its significand product: the one
@@ -87,18 +87,35 @@ def yosys(script, folder, timeout=600):
     subprocess.run([YOSYS, "-q", "-p", script], check=True, timeout=timeout, cwd=folder)
 
 
-def _yosys_json(src, top, script, out, timeout=600):
-    yosys(f"read_verilog -sv {src.name}; hierarchy -top {top}; {script}; write_json {out.name}", src.parent,
-          timeout)
-    return json.loads(out.read_text())
+def _cached(top, script, text, suffix, make):
+    """``make(tmp)`` (writing ``tmp``) once per (``top``, yosys version, ``script``, Verilog
+    ``text``) into :data:`LEVELS_CACHE`; the cached file's path."""
+    key = hashlib.sha256("\0".join([_yosys_version(), script, text]).encode()).hexdigest()[:20]
+    cached = LEVELS_CACHE / f"{top}-{key}{suffix}"
+    if not cached.exists():
+        LEVELS_CACHE.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+        make(tmp)
+        tmp.replace(cached)
+    return cached
+
+
+def _yosys_json(top, cfg, script, tmp_path, timeout=600):
+    """The yosys JSON netlist of ``build_top(top, cfg)`` after ``script`` (cached)."""
+    script = f"read_verilog -sv {top}.v; hierarchy -top {top}; {script}; write_json {top}.json"
+    text = top_verilog(top, cfg).read_text()
+
+    def make(tmp):
+        (tmp_path / f"{top}.v").write_text(text)
+        yosys(script, tmp_path, timeout)
+        os.replace(tmp_path / f"{top}.json", tmp)
+    return json.loads(_cached(top, script, text, ".json", make).read_text())
 
 
 def netlist(top, tmp_path, cfg=None):
     """The yosys JSON netlist of ``top`` (tiny preset unless ``cfg``) after ``proc; opt; memory
     -nomap``, hierarchy kept."""
-    src = tmp_path / f"{top}.v"
-    src.write_text(verilog_text(build_top(top, cfg or preset("tiny")), top))
-    return _yosys_json(src, top, "proc; opt; memory -nomap", tmp_path / f"{top}.json")
+    return _yosys_json(top, cfg or preset("tiny"), "proc; opt; memory -nomap", tmp_path)
 
 
 def fp_cores(top, cfg):
@@ -123,9 +140,7 @@ def fp_cores(top, cfg):
 
 def flat_netlist(top, cfg, tmp_path):
     """The yosys JSON netlist of ``top`` after ``proc; opt; memory -nomap; flatten``."""
-    src = tmp_path / f"{top}.v"
-    src.write_text(verilog_text(build_top(top, cfg), top))
-    return _yosys_json(src, top, "proc; opt; memory -nomap; flatten", tmp_path / f"{top}_flat.json")
+    return _yosys_json(top, cfg, "proc; opt; memory -nomap; flatten", tmp_path)
 
 
 def _scope(cell_name):
@@ -243,21 +258,15 @@ def ecp5_levels(top, cfg, tmp_path):
     its final ``check`` step but for the ``blackbox`` of the cell library (``check`` starts with
     ``autoname``: 12 s of yosys 0.23's 65 on the PE core, for names only). Cached in
     :data:`LEVELS_CACHE`."""
-    text = verilog_text(build_top(top, cfg), top)
+    text = top_verilog(top, cfg).read_text()
     script = (f"read_verilog -sv {top}.v; synth_ecp5 -top {top} -run :check; blackbox =A:whitebox; "
               f"write_json {top}_ecp5.json")
-    key = hashlib.sha256("\0".join([_yosys_version(), script, text]).encode()).hexdigest()[:20]
-    cached = LEVELS_CACHE / f"{top}-{key}.levels"
-    if cached.exists():
-        return int(cached.read_text())
-    (tmp_path / f"{top}.v").write_text(text)
-    yosys(script, tmp_path, 900)
-    levels = lut_levels(json.loads((tmp_path / f"{top}_ecp5.json").read_text()), top, ECP5_ARCS)
-    LEVELS_CACHE.mkdir(parents=True, exist_ok=True)
-    tmp = cached.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(str(levels))
-    tmp.replace(cached)
-    return levels
+
+    def make(tmp):
+        (tmp_path / f"{top}.v").write_text(text)
+        yosys(script, tmp_path, 900)
+        tmp.write_text(str(lut_levels(json.loads((tmp_path / f"{top}_ecp5.json").read_text()), top, ECP5_ARCS)))
+    return int(_cached(top, script, text, ".levels", make).read_text())
 
 
 @functools.cache

@@ -34,7 +34,7 @@ def _scenario(stuck):
         flows, routes = random_flows(rng, 4, 4, CFG.num_colors, max_sources=6, max_dests=3)
         sc.set_routes(routes)
         scratch = Traffic(sc.ports, 0)
-        sent = random_traffic(rng, sc.ports, flows, 0, 120, scratch, sid_base=phase * 64)
+        sent = random_traffic(rng, sc.ports, flows, 0, 40, scratch, sid_base=phase * 64)
         sc.phase(sent)
         for r, q in ((0, 0), (3, 2)):
             sc.program.read(sc.ports.addr(r, q, ADDR_ERROR))
