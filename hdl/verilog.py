@@ -1,6 +1,7 @@
 """Amaranth component -> Verilog text: the one conversion every generator, bench and harness uses.
 
-No source locations are emitted, so the text is stable across runs and can key build caches.
+No source locations are emitted, so the text is stable across runs and can key build caches; a
+block instantiated many times (the PE core of every tile) is written once.
 Files are written atomically (a temporary file renamed into place).
 
 ``python -m hdl.verilog --lint FILE.v ...`` (``make lint``) runs Verilator's linter on each file,
@@ -17,13 +18,16 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from .module_merge import merge_identical_modules
+
 __all__ = ["verilog_text", "write_verilog", "write_text", "lint"]
 
 
 def verilog_text(component, name):
-    """Verilog for ``component`` as module ``name``."""
+    """Verilog for ``component`` as module ``name``, each set of identical modules written once
+    (:func:`hdl.module_merge.merge_identical_modules`)."""
     from amaranth.back import verilog
-    return verilog.convert(component, name=name, emit_src=False)
+    return merge_identical_modules(verilog.convert(component, name=name, emit_src=False))
 
 
 def write_verilog(component, name, out_dir):
