@@ -61,35 +61,36 @@ def test_source_hash_covers_every_import():
 
 
 def test_tops_selection(tmp_path, capsys):
-    assert main(["--out", str(tmp_path), *TINY, "router", "skid_buffer", "router"]) == 0
+    assert main(["--out", str(tmp_path), *TINY, "bf16_mul", "skid_buffer", "bf16_mul"]) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "router.stamp", "router.v", "skid_buffer.stamp", "skid_buffer.v"]
+        "bf16_mul.stamp", "bf16_mul.v", "skid_buffer.stamp", "skid_buffer.v"]
     out = capsys.readouterr().out
-    assert re.search(r"^\[1/2\] router \.\.\. \d+\.\d s$", out, re.M), out
+    assert re.search(r"^\[1/2\] bf16_mul \.\.\. \d+\.\d s$", out, re.M), out
     assert re.search(r"^\[2/2\] skid_buffer \.\.\. \d+\.\d s$", out, re.M), out
 
 
 def test_second_run_rewrites_nothing(tmp_path, capsys):
-    args = ["--out", str(tmp_path), *TINY, "skid_buffer", "router"]
+    args = ["--out", str(tmp_path), *TINY, "skid_buffer", "bf16_mul"]
     assert main(args) == 0
     before = snapshot(tmp_path)
     capsys.readouterr()
     assert main(args) == 0
     assert snapshot(tmp_path) == before
     out = capsys.readouterr().out
-    assert "[1/2] skid_buffer: up to date" in out and "[2/2] router: up to date" in out
+    assert "[1/2] skid_buffer: up to date" in out and "[2/2] bf16_mul: up to date" in out
     assert "all 2 top(s) up to date" in out
 
 
 def test_config_change_rebuilds(tmp_path, capsys):
-    args = ["--out", str(tmp_path), *TINY, "skid_buffer", "router"]
+    # bf16_mul depends on fp_latency only (the cheapest top that depends on the configuration)
+    args = ["--out", str(tmp_path), *TINY, "skid_buffer", "bf16_mul"]
     assert main(args) == 0
     before = snapshot(tmp_path)
     capsys.readouterr()
-    assert main([*args, "--set", "num_colors=2"]) == 0
+    assert main([*args, "--set", "fp_latency=4"]) == 0
     after = snapshot(tmp_path)
-    assert after["router.v"][0] != before["router.v"][0]
-    assert "num_colors" in after["router.stamp"][0].decode()
+    assert after["bf16_mul.v"][0] != before["bf16_mul.v"][0]
+    assert "fp_latency" in after["bf16_mul.stamp"][0].decode()
     # The skid buffer does not depend on the configuration: rebuilt (its key changed), but the
     # identical file is kept as it was; only its stamp is new.
     assert after["skid_buffer.v"] == before["skid_buffer.v"]
@@ -97,7 +98,7 @@ def test_config_change_rebuilds(tmp_path, capsys):
     assert "wrote 1 file(s), 1 rebuilt byte-identical, 0 up to date" in capsys.readouterr().out
     # and back: the old configuration is rebuilt, not mistaken for up to date
     assert main(args) == 0
-    assert snapshot(tmp_path)["router.v"][0] == before["router.v"][0]
+    assert snapshot(tmp_path)["bf16_mul.v"][0] == before["bf16_mul.v"][0]
 
 
 def test_source_change_rebuilds(tmp_path, capsys, monkeypatch):
@@ -149,7 +150,7 @@ def _one_line_error(capsys):
 
 def _prebuilt(tmp_path):
     out = tmp_path / "out"
-    assert main(["--out", str(out), *TINY, "skid_buffer", "router"]) == 0
+    assert main(["--out", str(out), *TINY, "skid_buffer", "bf16_mul"]) == 0
     return out, snapshot(out)
 
 
@@ -160,7 +161,7 @@ def test_config_error_inside_a_top(tmp_path, capsys, jobs):
     out, before = _prebuilt(tmp_path)
     capsys.readouterr()
     assert main(["--out", str(out), *TINY, "--jobs", jobs, "--set", "mesh_rows=16", "--set", "mesh_cols=16",
-                 "skid_buffer", "router", "wafer"]) == 1
+                 "skid_buffer", "bf16_mul", "wafer"]) == 1
     assert re.fullmatch(r"error: top wafer: a 16x16 wafer has more tiles than .*", _one_line_error(capsys))
     assert snapshot(out) == before
 
@@ -178,8 +179,8 @@ def test_config_error_during_conversion(tmp_path, capsys, monkeypatch, jobs):
     monkeypatch.setitem(TOPS, "broken", lambda cfg: _FailsInElaborate())
     out, before = _prebuilt(tmp_path)
     capsys.readouterr()
-    assert main(["--out", str(out), *TINY, "--jobs", jobs, "--set", "num_colors=2",
-                 "skid_buffer", "router", "broken"]) == 1
+    assert main(["--out", str(out), *TINY, "--jobs", jobs, "--set", "fp_latency=4",
+                 "skid_buffer", "bf16_mul", "broken"]) == 1
     assert _one_line_error(capsys) == "error: top broken: cannot be built this way"
     assert snapshot(out) == before
 
