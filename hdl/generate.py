@@ -29,6 +29,7 @@ from importlib import metadata
 from pathlib import Path
 
 from .config import PRESETS, ConfigError, preset
+from .shared_block import blocks_written_once
 from .tops import TOPS, build_top
 from .verilog import verilog_text, write_text
 
@@ -135,7 +136,8 @@ def _construct_and_convert(job):
     name, cfg = job
     t0 = time.perf_counter()
     try:
-        text = verilog_text(_construct(name, cfg), name)
+        with blocks_written_once():                     # the blocks its constructor makes, shared too
+            text = verilog_text(_construct(name, cfg), name)
     except ConfigError as e:                            # raised while elaborating
         _quietly_collect(e)
         raise GenerateError(f"top {name}: {e}") from None

@@ -24,7 +24,9 @@ Cores
 ``rx2: In(wavelet stream)`` (from the RAMP's second channel; without it that channel is never
 ready, so no color may be set in the router's RAMP2 register), optionally ``rx_accept: Out(C)``
 (tied to all ones when absent) and optionally ``cfg: In(ConfigBus())``.
-The built cores are ``mesh.cores[r][q]`` (``mesh.routers[r][q]`` likewise).
+The built cores are ``mesh.cores[r][q]`` (``mesh.routers[r][q]`` likewise). Where Verilog is
+written (:mod:`hdl.shared_block`) a router is the shared block ``router_<links>`` of its
+neighbour links (``router_es``: east and south), one module per distinct set.
 
 Configuration address map
 -------------------------
@@ -44,12 +46,13 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from arch.config_bus import ADDR_BITS
-from arch.ports import Port
+from arch.ports import PORT_NAMES, Port
 from arch.tile_map import CORE_BASE, DEFAULT_TILE_ADDR_BITS, MIN_TILE_ADDR_BITS
 
 from .config import ConfigError, refuse
 from .config_bus import ConfigBus
 from .router import Router
+from .shared_block import shared
 from .wavelet import Wavelet
 
 __all__ = ["Mesh"]
@@ -85,7 +88,7 @@ class Mesh(wiring.Component):
             members["ramp2_out"] = Out(wave).array(P, Q)
             members["ramp2_accept"] = In(C, init=(1 << C) - 1).array(P, Q)
         super().__init__(members)
-        self.routers = [[Router(cfg, links=self._links(r, q)) for q in range(Q)] for r in range(P)]
+        self.routers = [[self._router(r, q) for q in range(Q)] for r in range(P)]
         self.cores = [[core(r, q) for q in range(Q)] for r in range(P)] if core else None
 
     @property
@@ -95,6 +98,11 @@ class Mesh(wiring.Component):
     @property
     def tile_addr_bits(self):
         return self._tile_addr_bits
+
+    def _router(self, r, q):
+        links = self._links(r, q)
+        name = "router_" + "".join(PORT_NAMES[p] for p in sorted(links))
+        return shared(Router(self._cfg, links=links), name, (self._cfg, frozenset(links)))
 
     def _links(self, r, q):
         P, Q = self._cfg.mesh_rows, self._cfg.mesh_cols

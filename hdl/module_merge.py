@@ -123,7 +123,7 @@ def _parse(text):
             attrs.append(line)
         elif not modules and not attrs:
             preamble.append(line)
-        elif line.strip():
+        elif line.strip() and not line.startswith("/*"):      # a concatenated file's header
             raise ValueError(f"unexpected line between modules: {line[:80]!r}")
     if current is not None:
         raise ValueError(f"module {current[0][:60]!r} has no endmodule")

@@ -23,6 +23,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .config_bus import ConfigBus
+from .shared_block import shared
 from .swarmx import SwarmxTree
 from .wafer import Wafer
 from .wavelet import TaggedWord, Wavelet
@@ -36,8 +37,8 @@ class System(wiring.Component):
     def __init__(self, cfg):
         n, P, Q = cfg.swarmx_leaves, cfg.mesh_rows, cfg.mesh_cols
         self._cfg = cfg
-        self.trees = [SwarmxTree.from_config(cfg) for _ in range(Q)]
-        self.wafers = [Wafer(cfg) for _ in range(n)]
+        self.trees = [shared(SwarmxTree.from_config(cfg), "swarmx_tree", cfg) for _ in range(Q)]
+        self.wafers = [shared(Wafer(cfg), "wafer", cfg) for _ in range(n)]
         wave, tagged = stream.Signature(Wavelet), stream.Signature(TaggedWord)
         super().__init__({
             "weights": In(tagged).array(Q), "grads": Out(tagged).array(Q),

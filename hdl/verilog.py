@@ -19,15 +19,23 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .module_merge import merge_identical_modules
+from .shared_block import blocks_written_once, convert_text
 
 __all__ = ["verilog_text", "write_verilog", "write_text", "lint"]
 
 
 def verilog_text(component, name):
-    """Verilog for ``component`` as module ``name``, each set of identical modules written once
-    (:func:`hdl.module_merge.merge_identical_modules`)."""
-    from amaranth.back import verilog
-    return merge_identical_modules(verilog.convert(component, name=name, emit_src=False))
+    """Verilog for ``component`` as module ``name``: :func:`hdl.shared_block.convert_text`
+    (identical modules written once), followed by the modules
+    of the blocks it shares (:mod:`hdl.shared_block`; to share the blocks a component makes in its
+    constructor, construct it inside ``blocks_written_once()`` too)."""
+    with blocks_written_once() as library:
+        text = convert_text(component, name)
+        if name in library.texts:
+            raise ValueError(f"top {name!r} has the name of one of its shared blocks")
+        if not library.texts:
+            return text
+        return merge_identical_modules(text + "".join(library.texts.values()))
 
 
 def write_verilog(component, name, out_dir):

@@ -43,6 +43,7 @@ from .config import ConfigError, refuse
 from .config_bus import ConfigBus
 from .mesh import Mesh
 from .pe.core import PeCore
+from .shared_block import shared
 from .wavelet import TaggedWord, Wavelet
 
 __all__ = ["Wafer"]
@@ -85,8 +86,8 @@ class Wafer(wiring.Component):
         cfg = self._cfg
         P, Q, C = cfg.mesh_rows, cfg.mesh_cols, cfg.num_colors
         bits = mesh_tile_addr_bits(cfg.sram_words, cfg.num_tasks)
-        mesh = m.submodules.mesh = Mesh(cfg, core=lambda r, q: PeCore(cfg), tile_addr_bits=bits,
-                                        multicast=True)
+        mesh = m.submodules.mesh = Mesh(cfg, core=lambda r, q: shared(PeCore(cfg), "pe_core", cfg),
+                                        tile_addr_bits=bits, multicast=True)
         all_colors = (1 << C) - 1
 
         # Host edges.

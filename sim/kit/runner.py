@@ -30,6 +30,7 @@ import re
 import subprocess
 from pathlib import Path
 
+from hdl.shared_block import blocks_written_once
 from hdl.verilog import verilog_text
 from sim.kit.toolchain import icarus_available, require_icarus, verilator_env, verilator_fst, verilator_version
 
@@ -143,7 +144,8 @@ def cached_verilog(name, build, *args, **kwargs):
     with locked(folder):
         if not path.exists():
             tmp = folder / f".{name}.v.tmp"
-            tmp.write_text(verilog_text(build(*args, **kwargs), name))
+            with blocks_written_once():            # the blocks its constructor makes, shared too
+                tmp.write_text(verilog_text(build(*args, **kwargs), name))
             tmp.replace(path)
     return path
 
