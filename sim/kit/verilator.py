@@ -21,18 +21,13 @@ import subprocess
 from pathlib import Path
 
 from sim.kit.runner import ROOT, locked
-from sim.kit.toolchain import verilator, verilator_env, verilator_version
+from sim.kit.toolchain import verilator, verilator_env, verilator_jobs, verilator_version
 
-__all__ = ["VERILATOR_BUILD", "FLAGS", "build_binary", "jobs"]
+__all__ = ["VERILATOR_BUILD", "FLAGS", "build_binary"]
 
 VERILATOR_BUILD = ROOT / "build" / "verilator"
 FLAGS = ("--binary", "--x-assign", "fast", "--x-initial", "fast", "--timescale", "1ns/1ps",
          "-Wno-fatal", "-Wno-lint", "-Wno-style")
-
-
-def jobs():
-    """Parallel C++ compile jobs of one build (``WS_VERILATOR_JOBS``, default 2)."""
-    return os.environ.get("WS_VERILATOR_JOBS") or str(min(2, os.cpu_count() or 1))
 
 
 def build_binary(sources, top, *, defines=None, build_root=None, log=None):
@@ -58,7 +53,7 @@ def build_binary(sources, top, *, defines=None, build_root=None, log=None):
             log(f"building {top} with Verilator into {folder} (once per configuration)")
         obj = folder / "obj_dir"
         shutil.rmtree(obj, ignore_errors=True)
-        cmd = [verilator(), *FLAGS, "-j", jobs(), "--top-module", top, "-Mdir", str(obj),
+        cmd = [verilator(), *FLAGS, "-j", verilator_jobs(), "--top-module", top, "-Mdir", str(obj),
                "-o", f"V{top}", *dflags, *map(str, sources)]
         out = subprocess.run(cmd, cwd=folder, capture_output=True, text=True, env=verilator_env())
         (folder / "build.log").write_text(" ".join(cmd) + "\n" + out.stdout + out.stderr)
