@@ -4,8 +4,8 @@ A wafer holds ``P x Q`` identical PE cores and a system identical wafers; Amaran
 every copy (minutes for a system). Inside :func:`blocks_written_once`, :func:`shared` returns,
 instead of the component it is given, a stand-in with the same signature that elaborates to an
 ``Instance`` of one Verilog module per ``(name, key)``: the component is converted the first time
-(:func:`hdl.verilog.verilog_text`, so its own shared blocks are written once too) and every
-later request reuses that module. Outside the context ``shared`` returns the component itself
+(:func:`convert_text`, inside the same context, so its own shared blocks are written once too)
+and every later request reuses that module. Outside the context ``shared`` returns the component itself
 (simulation in Python, formal flows, synthesis of RTLIL), so a design means the same circuit
 either way. ``hdl.verilog.verilog_text`` of a top whose blocks were shared appends their modules.
 """

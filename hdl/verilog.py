@@ -26,9 +26,9 @@ __all__ = ["verilog_text", "write_verilog", "write_text", "lint"]
 
 def verilog_text(component, name):
     """Verilog for ``component`` as module ``name``: :func:`hdl.shared_block.convert_text`
-    (identical modules written once), followed by the modules
-    of the blocks it shares (:mod:`hdl.shared_block`; to share the blocks a component makes in its
-    constructor, construct it inside ``blocks_written_once()`` too)."""
+    (identical modules written once), followed by the modules of the blocks it shares
+    (:mod:`hdl.shared_block`; to share the blocks a component makes in its constructor, construct
+    it inside ``blocks_written_once()`` too). Raises ``ValueError`` if ``name`` is a block's."""
     with blocks_written_once() as library:
         text = convert_text(component, name)
         if name in library.texts:
