@@ -1,8 +1,15 @@
 """Fixtures shared by the whole suite."""
 
+import os
+
 import pytest
 
 from sim.kit.toolchain import ICARUS_MISSING, icarus_available
+from sim.kit.verilator import OPT_ENV
+
+# Plain-Verilog testbenches build at -O0 under test: their runs take seconds, their -Os builds minutes
+# (sim.kit.verilator; make sim and make bench keep Verilator's default).
+os.environ.setdefault(OPT_ENV, "-O0")
 
 
 @pytest.fixture

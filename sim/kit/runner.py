@@ -39,8 +39,11 @@ BUILD = ROOT / "build" / "sim"
 TIMESCALE = ("1ns", "1ps")
 SIMULATORS = ("verilator", "icarus")
 SIM_ENV = "WS_SIM"
-# What a cocotb bench may reach through VPI under Verilator: the top and one instance down.
-PUBLIC_DEPTH = ["--public-depth", "2"]
+# What a cocotb bench may reach through VPI under Verilator: the signals of the top and of the modules
+# it instantiates (the players' and recorders' memories), named in a control file (public_vlt).
+# cocotb's --public-flat-rw makes every net public, and Verilator 5.048's --public-depth 2 did too
+# (a 2 x 2 wafer: 62 MB of C++ and 90 s of build instead of 18 MB and 42 s).
+PUBLIC_VLT = "public.vlt"
 # C++ optimisation of the cocotb benches' Verilator models: their runs take seconds, their builds
 # minutes (a 2 x 2 wafer: 8 min at Verilator's default -Os, docs/verification.md#simulators).
 COCOTB_OPT = ("OPT_FAST=-O0", "OPT_SLOW=-O0", "OPT_GLOBAL=-O0")
@@ -150,6 +153,17 @@ def cached_verilog(name, build, *args, **kwargs):
     return path
 
 
+def public_vlt(text, toplevel):
+    """Verilator control file text making public (VPI read/write) every signal of module
+    ``toplevel`` and of the modules it instantiates, in Verilog ``text``: what a bench reaches."""
+    body = re.search(rf"^module {re.escape(toplevel)}\s*\(.*?^endmodule", text, re.S | re.M)
+    if not body:
+        raise ValueError(f"module {toplevel} is not in the sources")
+    children = re.findall(r"^\s*(\\\S+|\w+)\s+\\?[\w.$]+\s*\(\s*$", body.group(0), re.M)
+    modules = [toplevel, *sorted({c.lstrip("\\") for c in children})]
+    return "`verilator_config\n" + "".join(f'public_flat_rw -module "{m}" -var "*"\n' for m in modules)
+
+
 def _ports(texts, module, direction):
     """Names of the ``direction`` (``input``/``output``) ports of Verilog ``module`` (found in one
     of ``texts``)."""
@@ -167,8 +181,7 @@ def _runner(simulator, build_dir, sources, toplevel, waves):
     from cocotb_tools.runner import Verilator, get_runner
     if simulator != "verilator":
         return get_runner(simulator)
-    h = hashlib.sha256(f"{verilator_version()}\0{toplevel}\0{waves}{verilator_fst()}\0{PUBLIC_DEPTH}"
-                       f"{COCOTB_OPT}".encode())
+    h = hashlib.sha256(f"{verilator_version()}\0{toplevel}\0{waves}{verilator_fst()}\0{COCOTB_OPT}".encode())
     for src in sources:
         h.update(Path(src).read_bytes() + b"\0")
     stamp = build_dir / "build.stamp"
@@ -183,11 +196,7 @@ def _runner(simulator, build_dir, sources, toplevel, waves):
                                       or old.name == toplevel):
                     old.unlink()
             build, make = super()._build_command()
-            # --public-flat-rw (cocotb's) makes every net of a wafer public: a 334 MB model that
-            # compiles for many minutes. The benches reach the top's ports and, for the players'
-            # and recorders' memories, one instance down.
-            i = build.index("--public-flat-rw")
-            build[i:i + 1] = PUBLIC_DEPTH
+            build.remove("--public-flat-rw")        # PUBLIC_VLT, among the sources, instead
             return [build, make, ["sh", "-c", f"echo {h.hexdigest()} > build.stamp"]]
 
     return CachedVerilator()
@@ -266,6 +275,12 @@ def run_bench(component, name, test_module, *, params=None, testcase=None, extra
     with locked(build_dir), _without_env("WAVES"):
         if not (build_dir / f"{name}.v").exists() or (build_dir / f"{name}.v").read_text() != text:
             (build_dir / f"{name}.v").write_text(text)
+        if simulator == "verilator":
+            vlt = build_dir / PUBLIC_VLT
+            vlt_text = public_vlt("\n".join([text] + extra_texts), toplevel)
+            if not vlt.exists() or vlt.read_text() != vlt_text:
+                vlt.write_text(vlt_text)
+            sources.insert(0, vlt)
         runner = _runner(simulator, build_dir, sources, toplevel, waves)
         if simulator == "verilator":
             args = ["-Wno-fatal", "-Wno-lint", "-Wno-style", "--x-assign", "fast", "--x-initial", "fast"]

@@ -12,6 +12,9 @@ its build succeeded.
 Flags (measured, docs/verification.md#toolchain): Verilator's default C++ optimisation (``-Os``;
 ``-O2`` ran 3x slower), ``--x-assign fast --x-initial fast``, lint warnings off (``make lint``
 checks the design), the testbench's ``timescale`` as the default for Amaranth's files.
+``WS_VERILATOR_OPT=-O0`` (the test suite's setting, ``tests/conftest.py``) compiles every file at
+``-O0`` instead: the 4 x 4 system builds in 110 s instead of 176 s and runs its test step in 4.1 s
+instead of 3.2 s.
 """
 
 import hashlib
@@ -23,11 +26,22 @@ from pathlib import Path
 from sim.kit.runner import ROOT, locked
 from sim.kit.toolchain import verilator, verilator_env, verilator_jobs, verilator_version
 
-__all__ = ["VERILATOR_BUILD", "FLAGS", "build_binary"]
+__all__ = ["VERILATOR_BUILD", "FLAGS", "OPT_ENV", "build_binary", "cpp_opt"]
 
 VERILATOR_BUILD = ROOT / "build" / "verilator"
 FLAGS = ("--binary", "--x-assign", "fast", "--x-initial", "fast", "--timescale", "1ns/1ps",
          "-Wno-fatal", "-Wno-lint", "-Wno-style")
+OPT_ENV = "WS_VERILATOR_OPT"
+OPT_LEVELS = ("-O0", "-O1", "-O2", "-Os")
+
+
+def cpp_opt():
+    """The C++ optimisation of plain-Verilog builds: ``WS_VERILATOR_OPT`` (one of
+    :data:`OPT_LEVELS`), or ``""`` for Verilator's default (``-Os`` for the model's fast code)."""
+    opt = os.environ.get(OPT_ENV, "")
+    if opt and opt not in OPT_LEVELS:
+        raise ValueError(f"{OPT_ENV} must be one of {', '.join(OPT_LEVELS)} (or unset), got {opt!r}")
+    return opt
 
 
 def build_binary(sources, top, *, defines=None, build_root=None, log=None):
@@ -38,7 +52,8 @@ def build_binary(sources, top, *, defines=None, build_root=None, log=None):
     sources = [Path(s).resolve() for s in sources]
     h = hashlib.sha256()
     dflags = [f"-D{k}={v}" for k, v in sorted((defines or {}).items())]
-    for part in (verilator_version(), top, " ".join(FLAGS + tuple(dflags))):
+    opt = cpp_opt()
+    for part in (verilator_version(), top, " ".join(FLAGS + tuple(dflags)), opt):
         h.update(part.encode() + b"\0")
     for s in sources:
         h.update(s.name.encode() + b"\0" + s.read_bytes() + b"\0")
@@ -55,7 +70,10 @@ def build_binary(sources, top, *, defines=None, build_root=None, log=None):
         shutil.rmtree(obj, ignore_errors=True)
         cmd = [verilator(), *FLAGS, "-j", verilator_jobs(), "--top-module", top, "-Mdir", str(obj),
                "-o", f"V{top}", *dflags, *map(str, sources)]
-        out = subprocess.run(cmd, cwd=folder, capture_output=True, text=True, env=verilator_env())
+        env = verilator_env()
+        if opt:
+            env["MAKEFLAGS"] += f" OPT_FAST={opt} OPT_SLOW={opt} OPT_GLOBAL={opt}"
+        out = subprocess.run(cmd, cwd=folder, capture_output=True, text=True, env=env)
         (folder / "build.log").write_text(" ".join(cmd) + "\n" + out.stdout + out.stderr)
         if out.returncode != 0 or not (obj / f"V{top}").exists():
             tail = "\n".join((out.stdout + out.stderr).splitlines()[-30:])

@@ -46,7 +46,7 @@ async def _wait(dut, cfg, name, cycles, what):
 
 def _faults(dut, cfg):
     """PE faults (wafer, row, col, code, index) for an error message (empty when the build does
-    not expose them: Verilator's builds reach two levels down, sim.kit.runner.PUBLIC_DEPTH)."""
+    not expose them: Verilator's builds reach the top and its children, sim.kit.runner.public_vlt)."""
     try:
         return _pe_faults(dut, cfg)
     except AttributeError:

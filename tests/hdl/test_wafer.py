@@ -43,20 +43,20 @@ def link_inputs(cfg, w16, *, transposed=False):
             for q, words in enumerate(weight_streams(cfg, w16, transposed=transposed))}
 
 
-# The RTL tests share three wafers (a Verilator build each, minutes cold): HW_2X2, SYSTEM_3X2 (the
-# combinational lanes of `make sim --preset system`) and HW_2X3; each group runs on one pytest-xdist
-# worker (make test: --dist loadgroup), so no worker waits on another's build of the same wafer.
-HW_2X2 = pytest.mark.xdist_group("wafer-hardware-2x2")
+# The RTL tests share two wafers (a Verilator build and a Verilog conversion each, a minute or two
+# cold): SYSTEM_3X2 (the combinational lanes of `make sim --preset system`) and HW_2X3 (the pipelined
+# lanes of `make sim`); each group runs on one pytest-xdist worker (make test: --dist loadgroup), so
+# no worker waits on another's build of the same wafer.
 SYSTEM_3X2 = pytest.mark.xdist_group("wafer-system-3x2")
 HW_2X3 = pytest.mark.xdist_group("wafer-hardware-2x3")
 
 
-# (2 x 3 with gaps: backward-data below; 1 x 2: the system bench's layers cover one-row chains.)
+# (1 x 2: the system bench's layers cover one-row chains.)
 # "hardware": the pipelined lanes (rows in groups of acc_rows = 5: 13 = 5 + 8).
 @pytest.mark.slow
 @pytest.mark.parametrize("pre,rows,cols,m,k,gap,stall", [
     pytest.param("system", 3, 2, 10, 13, 0.0, 0.0, marks=SYSTEM_3X2),
-    pytest.param("hardware", 2, 2, 13, 13, 0.2, 0.3, marks=HW_2X2)])
+    pytest.param("hardware", 2, 3, 13, 13, 0.2, 0.3, marks=HW_2X3)])
 def test_wafer_forward(pre, rows, cols, m, k, gap, stall):
     cfg = preset(pre, mesh_rows=rows, mesh_cols=cols)
     rng = np.random.default_rng(rows * 10 + cols)
@@ -149,10 +149,10 @@ def random_layer(rng, m, k, batch):
 
 
 @pytest.mark.slow
-@HW_2X2
+@HW_2X3
 def test_wafer_forward_last_layer():
     """Last layer: fp32 logits (no ReLU, no rounding) leave at the east edge of every row."""
-    cfg = preset("hardware")
+    cfg = preset("hardware", mesh_cols=3)
     m, k, batch = 10, 13, 2 * cfg.lanes
     w16, x16, _ = random_layer(np.random.default_rng(5), m, k, batch)
     phase = compile_forward(cfg, m=m, k=k, batch=batch, x16=x16, last=True)
@@ -169,7 +169,7 @@ def test_wafer_forward_last_layer():
 @pytest.mark.parametrize("pre,rows,cols,m,k,dw", [
     pytest.param("system", 3, 2, 4, 7, "dot", marks=SYSTEM_3X2),
     pytest.param("system", 3, 2, 5, 16, "lanes", marks=SYSTEM_3X2),
-    pytest.param("hardware", 2, 2, 7, 16, "lanes", marks=HW_2X2)])
+    pytest.param("hardware", 2, 3, 7, 24, "lanes", marks=HW_2X3)])
 def test_wafer_backward_weight(pre, rows, cols, m, k, dw):
     """dW = dZ X^T: partials per PE (FMAC broadcasts of dZ on the lanes when every column holds a
     multiple of L features, else VEC DOT), column chain south to north, rows of dW out of the
@@ -325,9 +325,9 @@ def test_wafer_too_many_tiles_for_the_bus():
 
 
 @pytest.mark.slow
-@HW_2X2
+@HW_2X3
 def test_wafer_bench_same_under_icarus_and_verilator(icarus):
-    """A 2 x 2 forward phase at the hardware preset with gaps and back-pressure under both
+    """A 2 x 3 forward phase at the hardware preset with gaps and back-pressure under both
     simulators: the same outputs at every cycle (sim.kit.trace)."""
     with compare_simulators():
-        test_wafer_forward("hardware", 2, 2, 13, 13, 0.2, 0.3)
+        test_wafer_forward("hardware", 2, 3, 13, 13, 0.2, 0.3)

@@ -76,3 +76,18 @@ def test_cached_verilog_converts_once_per_key(tmp_path, monkeypatch):
     other = runner.top_verilog("skid_buffer", Config(num_colors=4))
     assert other != first and calls == ["skid_buffer", "skid_buffer"]
     assert "module skid_buffer" in first.read_text()
+
+
+def test_public_vlt_names_the_top_and_its_children():
+    text = ("module top(clk, o);\n  input clk;\n  output o;\n"
+            "  \\top.player0  player0 (\n    .clk(clk)\n  );\n"
+            "  \\top.rec  rec (\n    .clk(clk)\n  );\n"
+            "  always @(posedge clk)\n    if (clk) begin\n    end\nendmodule\n"
+            "module \\top.player0 (clk);\n  input clk;\n  \\top.player0.mem  mem (\n  );\nendmodule\n")
+    assert runner.public_vlt(text, "top").splitlines() == [
+        "`verilator_config",
+        'public_flat_rw -module "top" -var "*"',
+        'public_flat_rw -module "top.player0" -var "*"',
+        'public_flat_rw -module "top.rec" -var "*"']
+    with pytest.raises(ValueError, match="module wafer is not in the sources"):
+        runner.public_vlt(text, "wafer")

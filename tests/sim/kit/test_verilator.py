@@ -4,7 +4,7 @@ import subprocess
 
 import pytest
 
-from sim.kit.verilator import build_binary
+from sim.kit.verilator import OPT_ENV, build_binary
 
 COUNTER_TB = """`timescale 1ns/1ps
 module counter_tb;
@@ -34,6 +34,20 @@ def test_build_is_cached_and_runs(tmp_path):
     assert words == [0, 3, 6, 9]
     src.write_text(COUNTER_TB.replace("n * 3", "n * 5"))  # another text: another build
     assert build_binary([src], "counter_tb", build_root=tmp_path / "build") != binary
+
+
+def test_optimisation_level_is_part_of_the_key(tmp_path, monkeypatch):
+    src = tmp_path / "counter_tb.v"
+    src.write_text(COUNTER_TB)
+    monkeypatch.setenv(OPT_ENV, "-O0")
+    at_o0 = build_binary([src], "counter_tb", build_root=tmp_path / "build")
+    compiles = [line for line in (at_o0.parent / "build.log").read_text().splitlines() if " -c " in line]
+    assert compiles and all(" -O0 " in line and " -Os " not in line for line in compiles)
+    monkeypatch.setenv(OPT_ENV, "-O1")
+    assert build_binary([src], "counter_tb", build_root=tmp_path / "build") != at_o0
+    monkeypatch.setenv(OPT_ENV, "-O3")
+    with pytest.raises(ValueError, match="WS_VERILATOR_OPT must be one of -O0, -O1, -O2, -Os"):
+        build_binary([src], "counter_tb", build_root=tmp_path / "build")
 
 
 def test_failed_build_names_its_log(tmp_path):

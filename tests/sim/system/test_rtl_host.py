@@ -1,9 +1,8 @@
 """The RTL-wafer system on the plain-Verilog testbench, one simulator process per phase
-(sim/system/rtl_host.py): under Verilator in ``make sim``'s default configuration (so the cached
-binary is shared with ``make sim``), on ``--mesh 4x4`` wafers in small, and under Icarus on the
-smallest system. The
-training loop checks the loss and every master weight bit for bit after every step and every
-phase's cycles against the schedule's model; these tests check what the runs report."""
+(sim/system/rtl_host.py): under Verilator in ``make sim``'s default configuration (built at -O0
+here, tests/conftest.py), on ``--mesh 4x4`` wafers in small, and under Icarus on the smallest
+system. The training loop checks the loss and every master weight bit for bit after every step
+and every phase's cycles against the schedule's model; these tests check what the runs report."""
 
 
 import numpy as np
@@ -18,7 +17,7 @@ from sim.system.run import run_system
 @pytest.mark.xdist_group("system-tb-hardware")      # one Verilator build: one worker runs both
 @pytest.mark.parametrize("stall", [0, 64])
 def test_default_system_under_verilator(tmp_path, stall, check_rtl_results):
-    """``make sim``'s hardware and network (its Verilator binary; ``stall`` is a run-time
+    """``make sim``'s hardware and network (``stall`` is a run-time
     plusarg), two steps: bit-exact, cycles equal to the model without stalls, at least its
     formula with."""
     run = SystemRunConfig(steps=2, eval_every=1, stall=stall, out_dir=str(tmp_path),
