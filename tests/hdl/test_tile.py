@@ -76,8 +76,7 @@ def test_tile_address_map_must_fit():
 
 @pytest.mark.slow
 def test_tile_bench_same_under_icarus_and_verilator(icarus):
-    """A tile and a row of tiles under both simulators: the same outputs at every cycle
-    (sim.kit.trace)."""
+    """A tile under both simulators: the same outputs at every cycle (sim.kit.trace). Tiles
+    side by side: the 2 x 3 wafer's cross-simulator test (tests/hdl/test_wafer.py)."""
     with compare_simulators():
         test_tile_alone()
-        test_row_of_tiles(0.3, 0.5)

@@ -26,12 +26,12 @@ def test_system_training(tmp_path, systems, stall, optimizer):
 
 @pytest.mark.slow
 def test_system_training_rtl_wafers_cocotb(tmp_path, check_rtl_results):
-    """The default bench in small under cocotb (``--sim cocotb``): N = 2 RTL wafers of
-    2 x 2 PE tiles under the SwarmX RTL, with random gaps at the weight player and back-pressure
-    at every recorder (stall 64; the cycles without stalls equal the model's on the same RTL in
-    test_rtl_host.py)."""
-    run = SystemRunConfig(dims=(64, 8, 10), systems=2, batch=8, steps=1, eval_every=1,
-                          stall=64, out_dir=str(tmp_path), wafer="rtl", simulator="cocotb")
+    """The default bench, one step, under cocotb (``--sim cocotb``): N = 2 RTL wafers of 2 x 2
+    PE tiles under the SwarmX RTL, with random gaps at the weight player and back-pressure at
+    every recorder (stall 64; the cycles without stalls equal the model's on the same RTL in
+    test_rtl_host.py, whose Verilog this shares)."""
+    run = SystemRunConfig(steps=1, eval_every=1, stall=64, out_dir=str(tmp_path), wafer="rtl",
+                          simulator="cocotb")
     results = run_system(run)
     assert results["simulator"] == "cocotb+" + bench_simulator("system_rtl")
     check_rtl_results(results, run)
