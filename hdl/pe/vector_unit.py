@@ -432,8 +432,12 @@ class VectorUnit(wiring.Component):
             m.d.sync += [head.eq(ring[rp]), rp.eq(Mux(rp == F - 2, 0, rp + 1))]
         with m.Elif(direct):
             m.d.sync += head.eq(q)
+        # A pushed entry is written at wp whether or not it goes to the head directly (wp then
+        # stays: the slot is free), so the ring's write enables never wait on pop.
+        with m.If(push):
+            m.d.sync += ring[wp].eq(q)
         with m.If(push & ~direct):
-            m.d.sync += [ring[wp].eq(q), wp.eq(Mux(wp == F - 2, 0, wp + 1))]
+            m.d.sync += wp.eq(Mux(wp == F - 2, 0, wp + 1))
         m.d.sync += [queued.eq(queued + push - pop), in_ring.eq(in_ring + (push & ~direct) - from_ring),
                      used.eq(used + (issue & emit) - pop)]
 
