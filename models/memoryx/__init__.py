@@ -1,6 +1,7 @@
 """MemoryX golden model (docs/memoryx.md): tiered weight store, near-memory optimizers (fused numba
 kernels, bit-identical to the documented float32 formulas), bf16 streaming, accounting and planner,
-streamed checkpoints and safetensors, timing model. Every error is a :class:`MemoryXError` subclass.
+streamed checkpoints and safetensors (all-or-nothing under I/O errors), an exclusive lock on the flash
+directory, timing model. Every error is a :class:`MemoryXError` subclass.
 
 ``from models.memoryx import MemoryX, SGD, Momentum, Adam, AdamW``
 """
@@ -17,6 +18,7 @@ from .checkpoint import read_checkpoint, save_checkpoint
 from .errors import (
     CheckpointError,
     ConfigError,
+    DirectoryLockedError,
     DuplicateGradientError,
     GradientError,
     MemoryXError,
@@ -41,7 +43,7 @@ __all__ = [
     "MemoryX", "SGD", "Momentum", "Adam", "AdamW", "Optimizer", "optimizer_from_config",
     "MemoryXError", "UnknownLayerError", "GradientError", "DuplicateGradientError", "CheckpointError",
     "ConfigError", "OptimizerConfigError", "NonFiniteUpdateError", "NonFiniteUpdateWarning", "SafetensorsError",
-    "StorageError", "TierError",
+    "StorageError", "DirectoryLockedError", "TierError",
     "TieredStore", "initialize", "bytes_per_parameter", "update_bytes_per_parameter", "plan_capacity",
     "plan_bandwidth", "max_parameters", "SEED_EXAMPLE", "save_checkpoint", "load_checkpoint",
     "read_checkpoint", "export_safetensors", "import_safetensors", "read_safetensors", "constant",

@@ -18,11 +18,17 @@ the checksum pass), whatever the size of the store. Restoring reads the file twi
 from one open file descriptor.
 
 Durability: written through :func:`models.memoryx.atomic.atomic_write` (temporary file, fsync,
-atomic rename): a crash leaves either the previous checkpoint or the new one at ``path``.
+atomic rename, directory fsync): a crash leaves either the previous checkpoint or the new one at
+``path``, and an I/O error (EIO, ENOSPC, ...) at any write, fsync or rename leaves the previous one (or
+none) and no temporary file. Saving only reads the store, which stays as it was.
+
+Restore: the tensors are staged into the new store's tiers and switched in at the end
+(:mod:`models.memoryx.staging`); a failure (a bad file, an I/O error) leaves no store, no files in the
+flash directory it was given, and releases the directory's lock.
 
 Errors: :class:`~models.memoryx.errors.CheckpointError` (missing, truncated, corrupt, malformed or not
 matching), :class:`~models.memoryx.errors.StorageError` (the file cannot be written or read), both
-naming the path. A failed restore leaves no files in the flash directory it was given.
+naming the path, and for an I/O error the file it failed on and the cause.
 """
 
 import hashlib
@@ -199,36 +205,42 @@ def _restore(mx, header, f, base, path):
     buf = np.empty(c, np.float32)
     out16 = np.empty(c, np.uint16)
     kinds = ("master", *mx.optimizer.state_names, "grad")
-    for name, shape, t, micro, version, nonfinite in layers:
-        missing = [k for k in kinds if (name, k) not in table]
-        if missing:
-            raise CheckpointError(f"checkpoint {path}: layer {name!r} lacks tensors {missing}")
-        if any(tuple(table[(name, k)]["shape"]) != shape for k in kinds):
-            raise CheckpointError(f"checkpoint {path}: layer {name!r} tensors do not match its shape")
-        try:
-            shape = mx._check_new_layer(name, shape)
-        except MemoryXError as e:
-            raise CheckpointError(f"checkpoint {path}: {e}") from None
-        layer = mx._create_layer(name, shape)
-        # restored as saved, even non-finite weights (a diverged run must still be inspectable)
-        for kind in kinds:
-            entry = table[(name, kind)]
-            f.seek(base + entry["offset"])
-            n = layer.size
-            for s in range(0, n, c):
-                chunk = buf[:min(c, n - s)]
-                try:
-                    got = f.readinto(memoryview(chunk).cast("B"))
-                except OSError as e:
-                    raise StorageError(f"cannot read checkpoint {path}: {e.strerror or e}") from None
-                if got != chunk.nbytes:
-                    raise CheckpointError(f"checkpoint {path} is truncated")
-                mx.tiers.write_range((name, kind), s, chunk)
-                if kind == "master":
-                    kernels.bf16_into(chunk, out16[:chunk.size])
-                    mx.tiers.write_range((name, "bf16"), s, out16[:chunk.size])
-            mx.tiers.sync((name, kind))
-        mx.tiers.sync((name, "bf16"))
+    restored = {}
+    with mx.tiers.transaction(f"restore of checkpoint {path}", "no store was restored") as tx:
+        for name, shape, t, micro, version, nonfinite in layers:
+            missing = [k for k in kinds if (name, k) not in table]
+            if missing:
+                raise CheckpointError(f"checkpoint {path}: layer {name!r} lacks tensors {missing}")
+            if any(tuple(table[(name, k)]["shape"]) != shape for k in kinds):
+                raise CheckpointError(f"checkpoint {path}: layer {name!r} tensors do not match its shape")
+            if name in restored:
+                raise CheckpointError(f"checkpoint {path}: layer {name!r} appears twice")
+            try:
+                shape = mx._check_new_layer(name, shape)
+            except MemoryXError as e:
+                raise CheckpointError(f"checkpoint {path}: {e}") from None
+            restored[name] = (shape, t, micro, version, nonfinite)
+            for kind in (*kinds, "bf16"):
+                tx.stage((name, kind), shape, np.uint16 if kind == "bf16" else np.float32)
+            # restored as saved, even non-finite weights (a diverged run must still be inspectable)
+            n = int(np.prod(shape, dtype=np.int64))
+            for kind in kinds:
+                f.seek(base + table[(name, kind)]["offset"])
+                for s in range(0, n, c):
+                    chunk = buf[:min(c, n - s)]
+                    try:
+                        got = f.readinto(memoryview(chunk).cast("B"))
+                    except OSError as e:
+                        raise StorageError(f"cannot read checkpoint {path}: {e.strerror or e}") from None
+                    if got != chunk.nbytes:
+                        raise CheckpointError(f"checkpoint {path} is truncated")
+                    tx.write((name, kind), s, chunk)
+                    if kind == "master":
+                        kernels.bf16_into(chunk, out16[:chunk.size])
+                        tx.write((name, "bf16"), s, out16[:chunk.size])
+        tx.commit()
+    for name, (shape, t, micro, version, nonfinite) in restored.items():      # committed: bookkeeping
+        layer = mx._register_layer(name, shape)
         layer.t, layer.micro, layer.version, layer.nonfinite = t, micro, version, nonfinite
     mx.micro_steps = micro_steps
     mx._received = received

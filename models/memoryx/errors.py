@@ -8,9 +8,12 @@ catches the built-in classes keeps working. Unless a method documents otherwise,
 store exactly as it was (weights, optimizer state, gradient buffers, step bookkeeping).
 """
 
+import os
+import socket
+
 __all__ = ["MemoryXError", "ConfigError", "OptimizerConfigError", "UnknownLayerError", "GradientError",
            "DuplicateGradientError", "NonFiniteUpdateError", "CheckpointError", "SafetensorsError",
-           "StorageError", "TierError"]
+           "StorageError", "DirectoryLockedError", "TierError"]
 
 
 class MemoryXError(ValueError):
@@ -54,6 +57,22 @@ class SafetensorsError(MemoryXError):
 class StorageError(MemoryXError, OSError):
     """A file (checkpoint, safetensors, flash tier) could not be read or written; names the path and
     keeps the operating system's reason in the message."""
+
+
+class DirectoryLockedError(StorageError):
+    """A directory (flash tier) that another open MemoryX store holds, in this process or another;
+    names the directory and the holder (``pid``, ``host``) recorded in its lock file."""
+
+    def __init__(self, directory, pid, host, owner="MemoryX flash directory"):
+        self.directory, self.pid, self.host = directory, pid, host
+        if pid is None:
+            who = "a holder that has not recorded itself yet"
+        else:
+            who = f"pid {pid} on host {host}"
+            if pid == os.getpid() and host == socket.gethostname():
+                who += ", that is this process"
+        super().__init__(f"{owner} {directory} is in use by another MemoryX store ({who}); each directory "
+                         f"serves one open store: close the other store or give this one another directory")
 
 
 class TierError(MemoryXError):

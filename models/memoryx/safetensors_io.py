@@ -13,12 +13,18 @@ rename), like checkpoints, and chunk by chunk from the tiers: the peak heap is t
 bounded number of chunks.
 
 Import: tensors named after layers (F32, F16, BF16 or F64, converted to fp32 with round to
-nearest even) replace the masters; ``<layer>.<state>`` tensors replace optimizer state. Everything
-is validated first (unknown names, shapes, dtypes, offsets, then a streamed pass for NaN/Inf); on any
-error nothing changes. Then a second streamed pass writes the values. Peak heap: a few chunks.
+nearest even) replace the masters; ``<layer>.<state>`` tensors replace optimizer state. All-or-nothing:
+names, shapes, dtypes and offsets are validated first; then one streamed pass checks every value
+(NaN/Inf) and stages it, with the bf16 copies, beside the live tensors (new flash tier files, fsync-ed;
+new arrays without a flash tier), and only when every tensor is staged does the store switch to them
+(:mod:`models.memoryx.staging`). Any error (a bad value, an I/O error such as EIO or ENOSPC while
+writing or syncing a staged file, an error reading the source) leaves the store as it was: weights,
+optimizer state, step counters, the files of its flash directory. Peak heap: a few chunks (without a
+flash tier the imported tensors are staged in DRAM); flash space: the imported tensors twice until
+the switch.
 
 Errors: :class:`~models.memoryx.errors.SafetensorsError` naming the path and the tensor,
-:class:`~models.memoryx.errors.StorageError` when the file cannot be written.
+:class:`~models.memoryx.errors.StorageError` when a file cannot be written, naming it and the cause.
 """
 
 import json
@@ -29,7 +35,7 @@ import numpy as np
 
 from models.numerics import bf16_to_fp32
 
-from . import kernels
+from . import fsio, kernels
 from .atomic import atomic_write
 from .errors import MemoryXError, SafetensorsError
 
@@ -144,7 +150,11 @@ class _File:
         self.f.seek(self.base + begin)
         for s in range(0, count, chunk_elems):
             n = min(chunk_elems, count - s)
-            got = self.f.readinto(memoryview(raw)[:n * dt.itemsize])
+            try:
+                got = self.f.readinto(memoryview(raw)[:n * dt.itemsize])
+            except OSError as e:
+                raise fsio.storage_error(f"cannot read safetensors file {self.path} (tensor {name!r}): "
+                                         f"{e.strerror or e}", e) from e
             if got != n * dt.itemsize:
                 raise SafetensorsError(f"{self.path}: tensor {name!r} is truncated")
             src = raw[:n * dt.itemsize].view(dt)
@@ -221,29 +231,34 @@ def import_safetensors(mx, path, strict=True, create_missing=False):
                 expected = mx._layers[name.rpartition(".")[0] if name in state_updates else name].shape
                 if shape != expected:
                     raise SafetensorsError(f"{path}: tensor {name!r} has shape {shape}, expected {expected}")
+        # (tensor in the file, layer, tensor of the layer it replaces)
+        plan = [(n, n, "master") for n in weights] + [(n, *n.rsplit(".", 1)) for n in state_updates] \
+            + [(n, n, "master") for n in new_layers]
+        fresh = set(new_layers)
         c = mx.chunk_elems
-        for name in [*weights, *state_updates, *new_layers]:         # validation pass: NaN/Inf
-            for _, chunk in sf.chunks(name, c):
-                if int(kernels.absmax_bits(chunk)[0]) >= kernels.INF_BITS:
-                    raise SafetensorsError(f"{path}: tensor {name!r} has NaN or Inf elements (in fp32)")
-        # validated: commit, streamed again
         out16 = np.empty(c, np.uint16)
+        with mx.tiers.transaction(f"safetensors import from {path}") as tx:    # one pass: check and stage
+            for name in new_layers:
+                for kind in mx._kinds():
+                    tx.stage((name, kind), sf.entries[name][1], np.uint16 if kind == "bf16" else np.float32)
+            for name, layer, kind in plan:
+                if name not in fresh:
+                    tx.stage((layer, kind), sf.entries[name][1], np.float32)
+                    if kind == "master":
+                        tx.stage((layer, "bf16"), sf.entries[name][1], np.uint16)
+                for start, chunk in sf.chunks(name, c):
+                    if int(kernels.absmax_bits(chunk)[0]) >= kernels.INF_BITS:
+                        raise SafetensorsError(f"{path}: tensor {name!r} has NaN or Inf elements (in fp32)")
+                    tx.write((layer, kind), start, chunk)
+                    if kind == "master":
+                        kernels.bf16_into(chunk, out16[:chunk.size])
+                        tx.write((layer, "bf16"), start, out16[:chunk.size])
+            tx.commit()
+        # committed: the bookkeeping (memory only)
         for name in new_layers:
-            mx._create_layer(name, sf.entries[name][1])
-        for name in [*weights, *new_layers]:
-            for s, chunk in sf.chunks(name, c):
-                mx.tiers.write_range((name, "master"), s, chunk)
-                kernels.bf16_into(chunk, out16[:chunk.size])
-                mx.tiers.write_range((name, "bf16"), s, out16[:chunk.size])
-            mx.tiers.sync((name, "master"))
-            mx.tiers.sync((name, "bf16"))
-            layer = mx._layers[name]
-            layer.version += 1 if name in weights else 0
-            layer.bounds = None
-        for name in state_updates:
-            layer_name, _, state = name.rpartition(".")
-            for s, chunk in sf.chunks(name, c):
-                mx.tiers.write_range((layer_name, state), s, chunk)
-            mx.tiers.sync((layer_name, state))
-            mx._layers[layer_name].bounds = None
+            mx._register_layer(name, sf.entries[name][1])
+        for name in weights:
+            mx._layers[name].version += 1
+        for _, layer, _ in plan:
+            mx._layers[layer].bounds = None
     return [n for n in mx.layer_names() if n in weights or n in new_layers]

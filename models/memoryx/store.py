@@ -37,6 +37,12 @@ largest magnitude (found by the gradient check, which reads only the gradient). 
 (values near the float32 range, bounds unknown after an import or a restore) does the exact check run
 first: the same arithmetic, reading everything, writing nothing.
 
+Files: the store locks its flash directory until :meth:`MemoryX.close` (or garbage collection, or the
+death of its process); a second store on it, in this process or another, is refused with
+:class:`~models.memoryx.errors.DirectoryLockedError` naming the holder (:mod:`models.memoryx.lock`).
+Checkpoint save and restore and safetensors export and import are all-or-nothing, also when a write or
+fsync fails with EIO or ENOSPC (:mod:`models.memoryx.atomic`, :mod:`models.memoryx.staging`).
+
 Every bad input raises a :class:`~models.memoryx.errors.MemoryXError` subclass naming the layer, the
 path or the field *before* anything changes: weights, optimizer state, gradient buffers and step
 bookkeeping stay as they were. Settings (``optimizer``, ``accumulation_steps``, ``lr_schedule``,
@@ -117,7 +123,8 @@ class MemoryX:
         Byte budget of the DRAM tier (``None``: unlimited).
     flash_dir : path or None
         Directory of the flash tier (memory-mapped files). With a budget and no directory, a
-        private temporary directory is used.
+        private temporary directory is used. The store locks the directory until :meth:`close`: a
+        second store on it is refused (:class:`~models.memoryx.errors.DirectoryLockedError`).
     accumulation_steps : int
         Micro-batch gradients summed per optimizer step (default 1).
     lr_schedule : callable or None
@@ -251,6 +258,10 @@ class MemoryX:
             for kind in made:
                 self.tiers.delete((name, kind))
             raise
+        return self._register_layer(name, shape)
+
+    def _register_layer(self, name, shape):
+        """Add the bookkeeping of layer ``name`` whose tensors the tiers already hold (memory only)."""
         layer = _Layer(name, shape)
         self._layers[name] = layer
         return layer
@@ -519,7 +530,14 @@ class MemoryX:
         """Write dirty DRAM-cached tensors back to the flash tier."""
         self.tiers.flush()
 
+    @property
+    def closed(self):
+        return self.tiers.closed
+
     def close(self):
+        """Release the store: drop its caches and memory maps and the lock on its flash directory
+        (which another store may then take). Idempotent; also done by ``with MemoryX(...) as mx:``,
+        when the store is garbage collected and when its process dies. A closed store cannot be used."""
         self.tiers.close()
 
     def __enter__(self):
@@ -531,7 +549,7 @@ class MemoryX:
     # -- durability and interchange ------------------------------------------------------------
     def save_checkpoint(self, path):
         """Crash-safe checkpoint to ``path`` (new file, fsync, atomic rename, SHA-256), streamed chunk by
-        chunk (see :mod:`models.memoryx.checkpoint`)."""
+        chunk; an I/O error leaves the previous file at ``path`` (see :mod:`models.memoryx.checkpoint`)."""
         return save_checkpoint(self, path)
 
     @classmethod
@@ -546,7 +564,8 @@ class MemoryX:
         return export_safetensors(self, path, dtype=dtype, include_state=include_state)
 
     def import_safetensors(self, path, strict=True, create_missing=False):
-        """Load weights (and optimizer state) from a safetensors file; all-or-nothing."""
+        """Load weights (and optimizer state) from a safetensors file; all-or-nothing, also under I/O
+        errors (see :mod:`models.memoryx.safetensors_io`)."""
         return import_safetensors(self, path, strict=strict, create_missing=create_missing)
 
     # -- snapshot (used by tests and checkpoints) ----------------------------------------------

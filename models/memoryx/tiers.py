@@ -23,11 +23,26 @@ caching it) and :meth:`TieredStore.write_range` writes a range of elements the s
 allocates more than the chunk the caller passes, so a store larger than its DRAM budget is saved and
 restored within the budget plus a bounded number of chunks.
 
-Errors: misuse (unknown key, release without acquire, duplicate key) raises
+All-or-nothing replacement (safetensors import, checkpoint restore): :meth:`TieredStore.transaction`
+stages new contents beside the live tensors and switches them in at once
+(:mod:`models.memoryx.staging`).
+
+The flash directory belongs to one open store: the store takes an exclusive lock on it
+(:mod:`models.memoryx.lock`, the file ``.memoryx.lock``) before it touches anything there, keeps it
+until :meth:`TieredStore.close` (or until it is garbage collected, or its process dies), and a second
+store on the directory, in this process or another, is refused with
+:class:`~models.memoryx.errors.DirectoryLockedError` naming the holder. Which file holds which tensor
+lives only in the process, so tensor files (``t<6 digits>.bin``) found when the lock is taken are left
+by a store that is gone (closed, or killed with its lock recovered) and are removed; other files are
+left alone. A private temporary directory is locked the same way.
+
+Errors: misuse (unknown key, release without acquire, duplicate key, use after close) raises
 :class:`~models.memoryx.errors.TierError`, a bad budget :class:`~models.memoryx.errors.ConfigError`, and
 a failing flash file :class:`~models.memoryx.errors.StorageError` naming the path.
 """
 
+import os
+import re
 import shutil
 import tempfile
 from collections import OrderedDict
@@ -36,8 +51,12 @@ from pathlib import Path
 import numpy as np
 
 from .errors import ConfigError, StorageError, TierError
+from .lock import DirectoryLock
+from .staging import TierTransaction
 
-__all__ = ["TieredStore", "TierCounters"]
+__all__ = ["TieredStore", "TierCounters", "TENSOR_FILE"]
+
+TENSOR_FILE = re.compile(r"t\d{6}\.bin")
 
 
 class TierCounters(dict):
@@ -52,7 +71,7 @@ class TieredStore:
 
     With a budget but no ``flash_dir`` a private temporary directory is used (removed by
     :meth:`close`). Keys are strings; file names are derived from an internal index, so any
-    key is allowed.
+    key is allowed. The flash directory is locked until :meth:`close` (see the module docstring).
     """
 
     def __init__(self, dram_budget_bytes=None, flash_dir=None):
@@ -68,11 +87,22 @@ class TieredStore:
             flash_dir = tempfile.mkdtemp(prefix="memoryx-flash-")
             self._own_dir = True
         self.flash_dir = Path(flash_dir) if flash_dir is not None else None
+        self._lock = None
+        self.closed = False
         if self.flash_dir is not None:
             try:
                 self.flash_dir.mkdir(parents=True, exist_ok=True)
             except OSError as e:
                 raise StorageError(f"cannot create flash directory {self.flash_dir}: {e.strerror or e}") from None
+            try:
+                self._lock = DirectoryLock(self.flash_dir)     # refused before anything here is touched
+                self._remove_leftovers()
+            except BaseException:
+                if self._lock is not None:
+                    self._lock.release()
+                if self._own_dir:
+                    shutil.rmtree(self.flash_dir, ignore_errors=True)
+                raise
         self._meta = {}            # key -> (shape, dtype, file name or None)
         self._cache = OrderedDict()  # key -> ndarray (LRU order: first = least recently used)
         self._dirty = set()
@@ -82,6 +112,19 @@ class TieredStore:
         self.cached_bytes = 0
         self.dram = TierCounters(hits=0, misses=0, evictions=0, bytes_in=0, bytes_out=0)
         self.flash = TierCounters(reads=0, writes=0, bytes_read=0, bytes_written=0, direct=0)
+
+    def _remove_leftovers(self):
+        """Remove tensor files of a store that held the directory before (this one holds the lock)."""
+        path = self.flash_dir
+        try:
+            with os.scandir(self.flash_dir) as entries:
+                for entry in entries:
+                    if TENSOR_FILE.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
+                        path = entry.path
+                        os.unlink(path)
+        except OSError as e:
+            raise StorageError(f"cannot remove {path}, a tensor file left in flash directory {self.flash_dir} "
+                               f"by a store that is gone: {e.strerror or e}") from None
 
     # -- tensors -------------------------------------------------------------------------------
     @property
@@ -109,9 +152,16 @@ class TieredStore:
         return sum(self.nbytes(k) for k in self._meta)
 
     def _key(self, key):
+        if self.closed:
+            raise TierError(f"tensor {key!r}: the store is closed")
         if key not in self._meta:
             raise TierError(f"unknown tensor {key!r}")
         return key
+
+    def _new_file_name(self):
+        name = f"t{self._next_file:06d}.bin"
+        self._next_file += 1
+        return name
 
     def put(self, key, array):
         """Create tensor ``key`` holding a copy of ``array`` (its shape and dtype)."""
@@ -137,8 +187,7 @@ class TieredStore:
             self._cache[key] = np.zeros(shape, dtype)
             self.cached_bytes += self._cache[key].nbytes
             return
-        name = f"t{self._next_file:06d}.bin"
-        self._next_file += 1
+        name = self._new_file_name()
         self._meta[key] = (shape, dtype, name)
         try:
             self._map(key, create=True)
@@ -180,6 +229,32 @@ class TieredStore:
         mm = self._maps.get(self._key(key))
         if mm is not None and isinstance(mm, np.memmap):
             mm.flush()
+
+    def transaction(self, what, outcome="the store is unchanged"):
+        """A :class:`~models.memoryx.staging.TierTransaction`: new contents for several tensors, switched
+        in all at once or not at all (``what`` names the operation in errors)."""
+        if self.closed:
+            raise TierError(f"{what}: the store is closed")
+        return TierTransaction(self, what, outcome)
+
+    def _install(self, staged):
+        """Switch to staged contents: ``{key: (shape, dtype, flash file path or None, DRAM array or
+        None)}`` (memory only, no I/O). Returns the paths of the files no longer used."""
+        old = []
+        for key, (shape, dtype, path, array) in staged.items():
+            if key in self._meta:
+                name = self._meta[key][2]
+                if key in self._cache:
+                    self.cached_bytes -= self._cache.pop(key).nbytes
+                self._dirty.discard(key)
+                self._maps.pop(key, None)
+                if name is not None:
+                    old.append(self.flash_dir / name)
+            self._meta[key] = (shape, dtype, None if path is None else path.name)
+            if array is not None:
+                self._cache[key] = array
+                self.cached_bytes += array.nbytes
+        return old
 
     def delete(self, key):
         shape, dtype, name = self._meta.pop(self._key(key))
@@ -338,15 +413,21 @@ class TieredStore:
     def destroy(self):
         """Delete every tensor (and its flash file), then :meth:`close`: used when a store being built
         (a restore) fails, so a user-given flash directory keeps no files of it."""
-        for key in list(self._meta):
-            self.delete(key)
+        if not self.closed:
+            for key in list(self._meta):
+                self.delete(key)
         self.close()
 
     def close(self):
-        """Drop caches and maps; remove the flash directory if this store created it."""
+        """Drop caches and maps, release the flash directory's lock (removing the lock file) and remove
+        the directory if this store created it. Idempotent; the store cannot be used afterwards (its
+        tensor files stay until another store takes the directory)."""
+        self.closed = True
         self._cache.clear()
         self._maps.clear()
         self.cached_bytes = 0
+        if self._lock is not None:
+            self._lock.release()
         if self._own_dir and self.flash_dir is not None:
             shutil.rmtree(self.flash_dir, ignore_errors=True)
 
