@@ -442,11 +442,17 @@ class Router(wiring.Component):
         keep the credit protocol."""
         f = Properties(m, platform, self)
         C, D = self._cfg.num_colors, self._cfg.vc_depth
+        cw = len(count[0][0])
         ports = list(Port)
         names = PORT_NAMES
         for p in ports:
             n, inp, out = names[p], self.port_in(p), self.port_out(p)
             if p in self._links:
+                # For a parent's link properties (sim/formal/mesh_link.py): the credits this side
+                # holds, the words its channel holds.
+                for c in range(C):
+                    m.d.comb += [platform.probe(self, f"{n}_out_credit{c}", cw).eq(credit[p][c]),
+                                 platform.probe(self, f"{n}_in_count{c}", cw).eq(count[p][c])]
                 # Receiving side: the neighbour sends color c only while it holds a credit for it.
                 for c in range(C):
                     sent = inp.valid & (inp.payload.color == c)

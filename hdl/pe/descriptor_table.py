@@ -53,7 +53,8 @@ from arch.config_bus import WORD_BITS
 from arch.pe_map import DESC_WORDS, DESCRIPTOR, FAULT_STATUS, Fault, Op, VecMode
 from arch.wavelet import MAX_COLORS
 
-from ..layouts import struct_layout
+from ..formal import Properties, active
+from ..layouts import struct_layout, two_or_more
 
 __all__ = ["DescriptorTable", "Descriptor", "PTR_BITS", "state_shapes"]
 
@@ -172,7 +173,7 @@ class DescriptorTable(wiring.Component):
             chained = _or_all([(ends[u] | v_ends[u]) & desc[u].chain & (desc[u].next == t)
                                for u in range(T) if u != t])
             committed = commit_start & (self.index == t) & ~self.stop_all
-            start = (chained & legal[t]) | committed
+            start = (chained & legal[t] & ~written) | committed     # a write or STOP wins over a chain
             v_here = self.v_t == t
             stop = (ends[t] | self.w_stop[t] | self.s_stop[t]
                     | (self.v_run_end & v_here) | (self.v_stop & (self.v_stop_t == t)) | written)
@@ -255,6 +256,9 @@ class DescriptorTable(wiring.Component):
                 s_inc = self.s_inc & (self.s_inc_t == t)
                 with m.If(w_inc | s_inc | (self.v_unit & v_here)):
                     m.d.sync += done.eq(done + 1 + (w_inc & s_inc))
+        if active(platform):
+            self._formal(m, platform, legal=legal, first=first, rep=rep, gend=gend,
+                         group=(g_cnt, g_rep, g_gend))
         return m
 
     @staticmethod
@@ -303,3 +307,136 @@ class DescriptorTable(wiring.Component):
         with m.Elif(no_action):
             m.d.comb += code.eq(Fault.NO_ACTION)
         return code
+
+    # ---- formal properties (docs/verification.md#formal) ------------------------------------
+    def _formal(self, m, platform, *, legal, first, rep, gend, group):
+        """The engines' contract (rules: assumed at the top, asserted inside a core): the
+        wavelet engine steps or RANGE-stops at most one active FMAC/STORE descriptor, the store
+        engine one active STORE, never the same one; a step only with ``past`` low, a stop only
+        with it high; an FMAC steps only while no other active FMAC is in the middle of a row
+        group (``ACC_CONFLICT``); ``v_issue`` is unit ``cnt`` of an active VEC with units left; the
+        vector unit and the wavelet engines never count a unit of one descriptor in one cycle.
+
+        Asserted per descriptor: next cycle it is active exactly if it starts (a legal commit with
+        ``enable``, or a run end of another descriptor chaining into it while it is legal and not
+        written) or was active and did not stop (its run end, its RANGE fault, a write of it,
+        ``stop_all``): every stop leaves it inactive, a fault stops only the descriptor it names,
+        a commit fault leaves it stopped and not legal; ``legal`` = committed without fault and
+        not written since; an inactive descriptor's run state, or that of one stopped by a fault,
+        moves only by a start; ``done`` is 0 after a start, else counts the engines' units. An
+        active or legal descriptor passes the commit checks. An active one's counters are in range
+        (FMAC ``pos < count``, STORE ``pos < L``, ``cnt < reps``, VEC ``cnt <= reps``; FMAC ``sub
+        <= cnt``, ``sub < 2 acc_rows - 1``, ``sub >= acc_rows`` only in the run's last group;
+        ``rep < group``) and its flags, ``first``, ``group_end`` and ``in_range`` equal their
+        definitions on its state; at most one active FMAC is in the middle of a group, and the
+        group registers hold that group's first row."""
+        f = Properties(m, platform, self)
+        cfg = self._cfg
+        L, T, R = cfg.lanes, cfg.num_tasks, cfg.acc_rows
+        desc = self.desc
+        g_cnt, g_rep, g_gend = group
+        fmac = Cat(desc[t].op == Op.FMAC for t in range(T))
+        store = Cat(desc[t].op == Op.STORE for t in range(T))
+        vec = Cat(desc[t].op == Op.VEC for t in range(T))
+
+        # ---- the engines: wavelet_engine.py stage 0 (match: active FMAC/STORE of the color;
+        # step/stop only when taken, match one-hot; ACC_CONFLICT: owned & acc_owner != t),
+        # store_engine.py stage 0 (active STOREs; dup includes w_match), vector_unit.py FL
+        # (the pick: active, VEC, cnt != reps), the engines' inc / unit outputs
+        w = self.w_step | self.w_stop
+        s = self.s_step | self.s_stop
+        f.rule("w_names_one", ~two_or_more(w) & ((self.w_step & self.w_stop) == 0))
+        f.rule("w_active_fmac_or_store", (w & ~(self.active & (fmac | store))) == 0)
+        f.rule("w_step_not_past", (self.w_step & self.past) == 0)
+        f.rule("w_stop_past", (self.w_stop & ~self.past) == 0)
+        f.rule("s_names_one", ~two_or_more(s) & ((self.s_step & self.s_stop) == 0))
+        f.rule("s_active_store", (s & ~(self.active & store)) == 0)
+        f.rule("s_step_not_past", (self.s_step & self.past) == 0)
+        f.rule("s_stop_past", (self.s_stop & ~self.past) == 0)
+        f.rule("s_not_w", (w & s) == 0)
+        mid = self.active & fmac & ~first          # an active FMAC in the middle of a row group
+        for t in range(T):
+            others = Cat(mid[u] for u in range(T) if u != t) if T > 1 else Const(0)
+            f.rule(f"w_fmac{t}_owns_accumulator", ~(self.w_step[t] & fmac[t]) | ~others.any())
+        # (the pick is two cycles before FL: a write of the descriptor in between breaks this, an
+        # RTL gap, docs/verification.md#rtl-gaps)
+        f.rule("v_issue_current_unit", ~self.v_issue | _or_all(
+            [(self.v_issue_t == t) & self.active[t] & vec[t] & (self.cnt[t] != desc[t].reps)
+             for t in range(T)]))
+        f.rule("one_engine_counts_a_descriptor",
+               ~(self.v_unit & ((self.w_inc & (self.w_inc_t == self.v_t))
+                                | (self.s_inc & (self.s_inc_t == self.v_t)))))
+
+        # ---- start, stop, legal (docs/pe.md#operations, #configuration-address-map) ---------
+        word0 = data.View(Descriptor, Cat(self.wdata, Const(0, Descriptor.size - WORD_BITS)))
+        ghost_legal = Signal(T, name="ghost_legal")
+        run_end_of, written, commit_ok = [], [], []
+        for t in range(T):
+            run_end_of.append(((self.w_step[t] | self.s_step[t]) & self.run_end[t])
+                              | (self.v_run_end & (self.v_t == t)))
+            written.append((self.we & (self.index == t)) | self.stop_all)
+            commit_ok.append(self.we & (self.index == t) & (self.word == 0) & ~self.stop_all
+                             & (self.commit_fault == 0) & (word0.op != Op.NOP))
+            with m.If(written[t]):
+                m.d.sync += ghost_legal[t].eq(commit_ok[t])
+        chained_by_step = []
+        for t in range(T):
+            d = desc[t]
+            chain_in = [run_end_of[u] & desc[u].chain & (desc[u].next == t) for u in range(T) if u != t]
+            chained = _or_all(chain_in) & ghost_legal[t]
+            start = (commit_ok[t] & word0.enable) | (chained & ~written[t])
+            fault = self.w_stop[t] | self.s_stop[t] | (self.v_stop & (self.v_stop_t == t))
+            stop = run_end_of[t] | fault | written[t]
+            f.check(f"legal{t}", legal[t] == ghost_legal[t])
+            f.check(f"active{t}_iff_started_or_not_stopped",
+                    self.active[t] == f.past(start | (self.active[t] & ~stop), f"active{t}_next"))
+            run_state = Cat(self.pos[t], self.sub[t], self.cnt[t], first[t], rep[t], gend[t],
+                            self.aptr[t], self.bptr[t], self.dptr[t], self.saddr[t], self.in_range[t],
+                            self.unit_end[t], self.run_end[t], self.sweep_end[t], self.past[t])
+            step = self.w_step[t] | self.s_step[t] | (self.v_issue & (self.v_issue_t == t))
+            still = f.past(~start & ~step & (~self.active[t] | fault), f"still{t}")
+            f.check(f"stopped{t}_never_moves", ~still | (run_state == f.past(run_state, f"state{t}")))
+            units = ((self.w_inc & (self.w_inc_t == t)) + (self.s_inc & (self.s_inc_t == t))
+                     + (self.v_unit & (self.v_t == t)))
+            f.check(f"done{t}_counts_units",
+                    self.done[t] == Mux(f.past(start, f"start{t}"), 0,
+                                        f.past((self.done[t] + units)[:16], f"done{t}_next")))
+            chained_by_step.append(ghost_legal[t] & ~written[t] & _or_all(
+                [(self.w_step[u] | self.s_step[u]) & self.run_end[u] & desc[u].chain & (desc[u].next == t)
+                 for u in range(T) if u != t]))
+
+            # ---- a legal or active descriptor -------------------------------------------------
+            checked = (self._check(m, d, t, cfg) == 0) & (d.op != Op.NOP)
+            f.check(f"legal{t}_passes_checks", ~legal[t] | checked)
+            f.check(f"active{t}_passes_checks", ~self.active[t] | checked)
+            pos, cnt, sub = self.pos[t], self.cnt[t], self.sub[t]
+            in_span = (d.lo <= cnt) & (cnt < d.hi)
+            group1 = Mux(d.group == 0, 1, d.group)
+            flags = self._flags(cfg, d, d.op, vmode=d.vmode, store=d.store, pos=pos, cnt=cnt, sub=sub,
+                                aptr=self.aptr[t], bptr=self.bptr[t], dptr=self.dptr[t],
+                                saddr=self.saddr[t], in_range=self.in_range[t])
+            run = Cat(self.unit_end[t], self.run_end[t], self.sweep_end[t], self.past[t])
+            common = (run == flags) & (rep[t] < group1) & (gend[t] == (rep[t] + 1 >= d.group))
+            fmac_ok = ((pos < d.count) & (cnt < d.reps) & (sub <= cnt) & (sub <= 2 * R - 2)
+                       & ((sub < R) | (cnt - sub + 2 * R > d.reps))      # beyond R: the last group
+                       & (first[t] == ((pos == 0) & (sub == 0))))
+            store_ok = ((pos < L) & (cnt < d.reps) & (sub == 0) & (first[t] == (pos == 0))
+                        & (self.in_range[t] == in_span))
+            vec_ok = (pos == 0) & (sub == 0) & first[t] & (cnt <= d.reps) & (self.in_range[t] == in_span)
+            f.check(f"active{t}_in_range",
+                    ~self.active[t] | (common & Mux(fmac[t], fmac_ok, Mux(store[t], store_ok, vec_ok))))
+            f.check(f"group{t}_registers", ~mid[t] | ((g_cnt == cnt - sub) & (g_rep < group1)
+                                                      & (g_gend == (g_rep + 1 >= d.group))))
+        f.check("one_group_in_progress", ~two_or_more(mid))
+
+        f.cover("commit_start", (Cat(commit_ok) != 0) & word0.enable)
+        f.cover("commit_fault", self.commit_fault != 0)
+        f.cover("chain_start_at_a_run_end", Cat(chained_by_step).any())
+        f.cover("fmac_last_group_row", (self.active & fmac & Cat(self.sub[t] == 2 * R - 2
+                                                                  for t in range(T))).any())
+        f.cover("fmac_back_to_group_start", (self.w_step & fmac & self.sweep_end & ~self.unit_end
+                                             & ~first).any())
+        f.cover("store_step", self.s_step.any())
+        f.cover("vec_last_issue", self.v_issue & _or_all(
+            [(self.v_issue_t == t) & (self.cnt[t] + 1 == desc[t].reps) for t in range(T)]))
+        f.cover("range_stop", self.w_stop.any())

@@ -26,6 +26,16 @@ def _router(links=()):
     return Router(preset("tiny", num_colors=2, vc_depth=2), links=links)
 
 
+def _descriptor_table():
+    from hdl.pe.descriptor_table import DescriptorTable
+    return DescriptorTable(preset("tiny", num_tasks=3, sram_words=64, add_stages=1))
+
+
+def _mesh_link():
+    from sim.formal.mesh_link import MeshLink
+    return MeshLink(preset("tiny", num_colors=2, vc_depth=2))
+
+
 PROOFS = [
     Proof("skid_buffer", lambda: SkidBuffer(8), what="SkidBuffer(8)"),
     Proof("fp32_add", Fp32Add, steps=8, what="Fp32Add stream unit"),
@@ -44,6 +54,11 @@ PROOFS = [
     Proof("router", lambda: _router(), steps=12, what="Router, 2 colors, vc_depth 2, boundary ports"),
     Proof("router_links", lambda: _router(links=(Port.N, Port.E)), steps=12,
           what="Router, 2 colors, vc_depth 2, N and E credit links"),
+    # a chained start needs 5 cycles from reset, a run's last row group of 3 rows 6
+    Proof("descriptor_table", _descriptor_table, steps=8, cover_steps=10,
+          what="DescriptorTable, 3 tasks, 2 lanes, acc_rows 2, 64 SRAM words"),
+    Proof("mesh_link", _mesh_link, steps=12,
+          what="Mesh 1 x 2: two routers, a credit link each way, 2 colors, vc_depth 2"),
 ]
 
-QUICK = ["skid_buffer", "swarmx_unit", "router"]
+QUICK = ["skid_buffer", "swarmx_unit", "router", "descriptor_table"]
