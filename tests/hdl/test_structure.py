@@ -65,10 +65,9 @@ NS_PER_LEVEL = 1.75
 NS_REGISTER = 0.52
 MAX_LUT_LEVELS = math.floor((1000 / ECP5_FREQ - NS_REGISTER) / NS_PER_LEVEL)
 # Measured with YoWASP's yosys 0.69 synth_ecp5 (0.70 the same) (Debian's 0.23 maps other LUTs: router 7, pe_core
-# 12): the router at tiny, and pe_core at tiny with the hardware stages (its stage-0 control;
-# 11 until a write or STOP of a descriptor won over its chain start in the same cycle: 12).
+# 12): the router at tiny, and pe_core at tiny with the hardware stages (its stage-0 control).
 ROUTER_LUT_LEVELS = 9
-PE_CORE_LUT_LEVELS = 12
+PE_CORE_LUT_LEVELS = 11
 
 # Cells that end a combinational path: flip-flops and latches of every kind, memories.
 _SEQUENTIAL = ("$dff", "$adff", "$sdff", "$aldff", "$dffsr", "$dlatch", "$adlatch", "$sr", "$ff",
