@@ -13,13 +13,17 @@
 #                  SWARMX_LEAVES, NUM_COLORS, MESH_ROWS, MESH_COLS, LANES; JOBS=N tops at a time (default 2).
 #   make lint      make verilog (same knobs), then verilator --lint-only -Wall (waivers hdl/lint.vlt) on
 #                  build/verilog/*.v (or the TOPS), clean results cached by hash in build/lint/; then ruff.
-#   make bench     benchmarks: tables printed, JSON in build/bench/ (coverage summary included)
+#   make bench     benchmarks: tables printed, JSON in build/bench/ (coverage summary included);
+#                  ARGS=pe_fuzz: 10,000 random PE core programs, RTL vs model (about 12 min; docs/fuzzing.md)
 #   make formal    prove the stream properties stated in the RTL (BMC + k-induction with Yosys):
 #                  table printed, JSON in build/formal/formal.json; ARGS="router" picks proofs
 #   make synth     synthesis, place and route of the tops with YoWASP's yosys and nextpnr (WebAssembly,
 #                  slow: tens of minutes): on an ECP5 LFE5U-85F and an iCE40 HX8K: LUT4s, flip-flops,
 #                  block RAMs, DSPs, carry cells, LUT levels, Fmax; tables printed, build/synth/synth.json
 #                  (ARGS="router" picks entries, ARGS="--device ecp5" a device; docs/synthesis.md)
+#   make mutate    mutation testing of the RTL: operator mutants of hdl/ (20 per file, seeded; ARGS="--sample 0"
+#                  runs all) against their blocks' tests; score per file printed, build/mutate/mutate.json
+#                  (docs/mutation.md; an hour or more on 2 cores)
 #   make iverilog  as root on Debian/Ubuntu: install Icarus Verilog (for the cross-simulator tests)
 #   make clean     remove build outputs (keeps .venv)
 
@@ -46,7 +50,7 @@ ARGS ?=
 SIM ?=
 SIM_ENV := $(if $(SIM),WS_SIM=$(SIM))
 
-.PHONY: sim test verilog lint bench formal synth clean venv iverilog
+.PHONY: sim test verilog lint bench formal synth mutate clean venv iverilog
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { echo "error: '$(PYTHON) -m venv' failed: install Python 3.11+ with venv (Debian: python3-venv)"; exit 1; }
@@ -96,6 +100,9 @@ formal: $(STAMP)
 
 synth: $(STAMP)
 	$(PY) -m bench.synth $(ARGS)
+
+mutate: $(STAMP)
+	$(PY) -m sim.mutate $(ARGS)
 
 clean:
 	rm -rf build .pytest_cache .hypothesis

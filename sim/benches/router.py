@@ -198,6 +198,18 @@ async def unrouted_and_bad_colors(dut):
 
 
 @cocotb.test()
+async def busy_channels_per_port(dut):
+    """VC_BUSY of each input port shows that port's held channels and no other port's: one
+    unrouted wavelet held on every port, each on its own color where there are enough."""
+    b = Bench(dut)
+    await b.start()
+    color = {p: p % b.C for p in Port}
+    await b.traffic({p: [(0x100 + p, color[p], 0)] for p in Port}, 6)
+    for p in Port:
+        assert await b.read(ADDR_VC_BUSY + p) == 1 << color[p], f"VC_BUSY of port {p}"
+
+
+@cocotb.test()
 async def zero_load_and_multicast(dut):
     """Zero-load latency, one wavelet per cycle per output, multicast to all five outputs with
     outputs freeing up in different cycles: cycle-exact against the model."""

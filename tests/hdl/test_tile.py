@@ -80,3 +80,52 @@ def test_tile_bench_same_under_icarus_and_verilator(icarus):
     side by side: the 2 x 3 wafer's cross-simulator test (tests/hdl/test_wafer.py)."""
     with compare_simulators():
         test_tile_alone()
+
+
+def test_tile_bus_and_ramp():
+    """The tile's glue: a write reaches the router or the core by address and only with ``we``
+    high; the core's RAMP takes every color (a wavelet of the last color, routed N -> RAMP, is
+    counted by the core's RX_COUNT). Amaranth's simulator."""
+    from amaranth.sim import Simulator
+
+    from arch.pe_map import STATUS, status_base
+    from arch.ports import Port
+    from arch.router_map import route_addr
+    from arch.tile_map import CORE_BASE
+
+    cfg = preset("tiny")
+    tile = Tile(cfg)
+    C = cfg.num_colors
+    route = route_addr(C - 1, Port.N)
+    rx_count = CORE_BASE + status_base(cfg.sram_words, cfg.num_tasks) + STATUS["RX_COUNT"]
+
+    async def bench(ctx):
+        async def write(addr, data):
+            ctx.set(tile.cfg.addr, addr)
+            ctx.set(tile.cfg.wdata, data)
+            ctx.set(tile.cfg.we, 1)
+            await ctx.tick()
+            ctx.set(tile.cfg.we, 0)
+
+        async def read(addr):
+            ctx.set(tile.cfg.addr, addr)
+            ctx.set(tile.cfg.wdata, 1 << Port.E)        # on the bus, never written: we is low
+            await ctx.tick()
+            return ctx.get(tile.cfg.rdata)
+
+        await write(route, 1 << Port.RAMP)
+        await write(CORE_BASE, 0x1234)                  # SRAM word 0
+        assert await read(route) == 1 << Port.RAMP
+        assert await read(CORE_BASE) == 0x1234
+        ctx.set(tile.n_in.valid, 1)
+        ctx.set(tile.n_in.payload, {"data": 1, "color": C - 1, "ctrl": 0})
+        await ctx.tick().until(tile.n_in.ready)
+        ctx.set(tile.n_in.valid, 0)
+        await ctx.tick().repeat(8)
+        assert await read(rx_count) == 1, "the core's RAMP did not take the last color"
+        assert await read(route) == 1 << Port.RAMP and await read(CORE_BASE) == 0x1234, "written with we low"
+
+    sim = Simulator(tile)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()

@@ -1,0 +1,26 @@
+"""Surviving mutants explained: why no test can kill them (``key -> reason``).
+
+A mutant listed here survives because it does not change what the block does for any input its
+contract allows (an equivalent mutant), said in one sentence. ``make mutate`` counts it apart
+from the survivors; a listed mutant that is killed is reported, so the list stays true.
+"""
+
+__all__ = ["EQUIVALENT"]
+
+EQUIVALENT = {
+    "hdl/mesh.py:Mesh.elaborate#20:<-><=":
+        "a read of tile P * Q (the one `<=` adds) indexes one past the tiles' read-data Arrays, which read 0 "
+        "(Amaranth's Array: a case without that index), as the mesh's out-of-range read does",
+    "hdl/router.py:Router.elaborate#42:<-><=":
+        "at num_colors = MAX_COLORS (the only case `<=` adds) in_range is the constant 1, so the BAD_COLOR "
+        "event the mutant adds is `take & ~1`, never raised",
+    "hdl/fp/fp32_add.py:Fp32AddCore.elaborate#21:>->>=":
+        "the exponent distance is clamped to 27: at 27 both `d > 27` and `d >= 27` give 27",
+    "hdl/fp/fp32_add.py:_leading_zeros#0:-->+":
+        "the search's level count (width -/+ 1).bit_length() is 5 either way for the two widths it is used "
+        "at (26 in bf16_mul, 28 in fp32_add): the same circuit",
+    "hdl/fp/fp32_add.py:_leading_zeros#4:+->-":
+        "range(width +/- 1) needs 5 bits either way for widths 26 and 28: the same signal",
+    "hdl/fp/pipeline.py:FpStreamUnit.elaborate#0:+->-":
+        "changes a signal's name (stage{k + 1}_valid), not the circuit",
+}
