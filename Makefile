@@ -21,7 +21,7 @@
 #                  slow: tens of minutes): on an ECP5 LFE5U-85F and an iCE40 HX8K: LUT4s, flip-flops,
 #                  block RAMs, DSPs, carry cells, LUT levels, Fmax; tables printed, build/synth/synth.json
 #                  (ARGS="router" picks entries, ARGS="--device ecp5" a device; docs/synthesis.md)
-#   make mutate    mutation testing of the RTL: operator mutants of hdl/ (20 per file, seeded; ARGS="--sample 0"
+#   make mutate    mutation testing of the RTL: operator mutants of hdl/ (10 per file, seeded; ARGS="--sample 0"
 #                  runs all) against their blocks' tests; score per file printed, build/mutate/mutate.json
 #                  (docs/mutation.md; an hour or more on 2 cores)
 #   make iverilog  as root on Debian/Ubuntu: install Icarus Verilog (for the cross-simulator tests)

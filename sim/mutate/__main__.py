@@ -67,8 +67,8 @@ def _by_key(keys):
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m sim.mutate", description=__doc__.splitlines()[0])
     ap.add_argument("files", nargs="*", metavar="FILE", help=f"sources to mutate (default: all {len(TARGETS)})")
-    ap.add_argument("--sample", type=int, default=20, metavar="N",
-                    help="mutants per file, drawn with --seed (0: every mutant; default 20)")
+    ap.add_argument("--sample", type=int, default=10, metavar="N",
+                    help="mutants per file, drawn with --seed (0: every mutant; default 10)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--jobs", type=int, default=2, help="mutants run at a time (default 2)")
     ap.add_argument("--key", action="append", default=[], metavar="KEY",

@@ -8,6 +8,16 @@ from the survivors; a listed mutant that is killed is reported, so the list stay
 __all__ = ["EQUIVALENT"]
 
 EQUIVALENT = {
+    "hdl/pe/core.py:PeCore.elaborate#14:+->-":
+        "STATUS['FAULT'] is offset 0: STAT + 0 and STAT - 0 are one address",
+    "hdl/pe/core.py:PeCore.elaborate#34:+->-":
+        "STATUS['FAULT'] is offset 0: STAT + 0 and STAT - 0 are one address",
+    "hdl/pe/sram.py:PeSram.elaborate#10:>->>=":
+        "at NB == L (the only case `>=` adds) the mask is Cat(row_mask, Const(0, 0)), which is row_mask",
+    "hdl/pe/sram.py:PeSram.elaborate.line#2:<-><=":
+        "for the last bank (the only case `<=` adds) `lo > NB - 1` is 0 for every bank index lo: hi + 0 is hi",
+    "hdl/pe/sram.py:PeSram.elaborate.line#3:-->+":
+        "b < NB + 1 holds for every bank, so the last bank takes the first branch too, where `lo > NB - 1` is 0",
     "hdl/mesh.py:Mesh.elaborate#20:<-><=":
         "a read of tile P * Q (the one `<=` adds) indexes one past the tiles' read-data Arrays, which read 0 "
         "(Amaranth's Array: a case without that index), as the mesh's out-of-range read does",

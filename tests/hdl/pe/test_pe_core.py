@@ -7,7 +7,18 @@ import json
 import numpy as np
 import pytest
 
-from arch.pe_map import DESC_STRIDE, FAULT_STATUS, STATUS, Fault, Op, VecMode, fmac_order, status_base
+from arch.pe_map import (
+    DESC_STRIDE,
+    DESC_WORDS,
+    FAULT_STATUS,
+    STATUS,
+    Fault,
+    Op,
+    VecMode,
+    desc_addr,
+    fmac_order,
+    status_base,
+)
 from arch.pe_map import done_addr as pe_done_addr
 from hdl.config import PRESETS, ConfigError, preset
 from hdl.pe.core import PeCore
@@ -101,6 +112,28 @@ def test_packed_sram_writes():
     prog = Program(cfg).step(writes=writes, reads=addrs + [pack])
     assert [prog.model.cfg_read(a) for a in addrs + [pack]] == [
         0x12340000, 0x56780000, 0xAAAA0000, 0, 0x3F800000, 0xC0000000, 0xDEADBEEF, 0]
+    run(cfg, prog)
+
+
+def test_descriptor_map_at_the_smallest_sram_and_most_tasks():
+    """64 SRAM words and 32 descriptors: the descriptor window (256 addresses) is wider than twice
+    the SRAM, so no address arithmetic modulo the window can hide a wrong base. Every descriptor
+    word but the committing word 0 is written with its own value and read back, with the status
+    registers after the window; then descriptors 20 and 21 run: a STORE's done counter and an
+    illegal commit's fault name their own index."""
+    cfg = TINY.replace(sram_words=64, num_tasks=32)
+    rng = np.random.default_rng(5)
+    addrs = [desc_addr(cfg.sram_words, t, w) for t in range(cfg.num_tasks) for w in range(1, DESC_WORDS)]
+    writes = list(zip(addrs, rng.integers(0, 1 << 32, len(addrs), dtype=np.uint64)))
+    prog = Program(cfg).step(writes=writes, reads=addrs + status_reads(cfg))
+    stored = [prog.model.cfg_read(a) for a in addrs]
+    assert len(set(stored)) > len(addrs) * 0.9, "the model must keep distinct words apart"
+    store = desc_writes(cfg, 20, op=Op.STORE, enable=1, color=0, reps=1, lo=0, hi=cfg.lanes, dst_base=10)
+    prog.step(writes=store, wavelets=[(0, 0x3F800000 + i) for i in range(cfg.lanes)],
+              reads=[10, 11] + status_reads(cfg))
+    prog.step(writes=desc_writes(cfg, 21, op=Op.FMAC, enable=1, color=1, count=0, reps=1), reads=status_reads(cfg))
+    assert prog.model.cfg_read(done_addr(cfg, 20)) == 1
+    assert FAULT_STATUS.unpack(prog.model.cfg_read(status(cfg, "FAULT")))["index"] == 21
     run(cfg, prog)
 
 
