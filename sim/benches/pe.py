@@ -10,7 +10,7 @@ addresses read back after the run), ``drain`` (idle cycles allowed after the las
 Writes ``result.json`` in the run folder: ``tx`` payloads and ``tx_cycles``, ``rx_cycles`` (accept
 cycle of each wavelet), ``rx2_cycles``, ``reads`` (values), ``rx_ready_low`` (cycles ``rx.ready``
 was low while a wavelet was offered), ``rx2_ready_low`` (the same for ``rx2``), ``fault`` (the
-port), ``write_cycles`` (per step, the cycle of each configuration write) and ``tx_stalls`` (the
+port) and ``busy`` after each step, ``write_cycles`` (per step, the cycle of each configuration write) and ``tx_stalls`` (the
 monitor's back-pressure in every cycle), the last two so that a cycle model can replay the run
 (cycles count from 0 at the drivers' and the monitor's first edge). The pytest side compares all
 of it with the model.
@@ -88,7 +88,7 @@ async def run_program(dut):
                 ready2_low += 1
 
     cocotb.start_soon(watch_ready())
-    reads, faults, write_cycles = [], [], []
+    reads, faults, busy, write_cycles = [], [], [], []
     for step in p["steps"]:
         times = []
         await cfg_write(dut, step.get("writes", []), times)
@@ -105,9 +105,10 @@ async def run_program(dut):
         await ClockCycles(dut.clk, p.get("drain", 20))   # extra words would show up here
         reads.append(await cfg_read_all(dut, step.get("reads", [])))
         faults.append(int(dut.fault.value))
+        busy.append(int(dut.busy.value))
     Path("result.json").write_text(json.dumps({
         "tx": mon.words, "tx_cycles": mon.cycles, "rx_cycles": drv.accepted,
-        "rx2_cycles": drv2.accepted, "reads": reads, "faults": faults, "rx_ready_low": ready_low,
+        "rx2_cycles": drv2.accepted, "reads": reads, "faults": faults, "busy": busy, "rx_ready_low": ready_low,
         "rx2_ready_low": ready2_low, "write_cycles": write_cycles, "tx_stalls": [int(s) for s in tx_stalls],
         "sim_cycles": get_sim_time("ns") // PERIOD_NS, "sim_seconds": time.perf_counter() - wall0,
     }))
@@ -140,6 +141,7 @@ class Program:
         self.steps = []
         self.expected_reads = []
         self.expected_faults = []
+        self.expected_busy = []
 
     def step(self, writes=(), wavelets=(), reads=(), wavelets2=()):
         """Add a step; the model takes ``wavelets`` (on ``rx``) and then ``wavelets2`` (on
@@ -155,6 +157,7 @@ class Program:
             self.model.wavelet(c, d, rx2=True)
         self.expected_reads.append([self.model.cfg_read(int(a)) for a in reads])
         self.expected_faults.append(int(self.model.fault is not None))
+        self.expected_busy.append(int(any(self.model.active)))
         self.steps.append({"writes": writes, "wavelets": wavelets, "wavelets2": wavelets2,
                            "reads": [int(a) for a in reads], "expect_tx": len(self.model.out)})
         return self
@@ -171,7 +174,8 @@ class Program:
         return out
 
     def check(self, result):
-        """Assert RTL == model: sent words per color (in order), read-backs, fault flag, and
+        """Assert RTL == model: sent words per color (in order), read-backs, fault flag, ``busy``
+        after each step (high exactly while a descriptor is active, once the step is drained), and
         that ``rx`` was never back-pressured unless an FMAC group had fewer than ``acc_rows`` rows
         (the only case the wavelet engine stalls, docs/pe.md#fmac-pipeline)."""
         expected = {}
@@ -192,5 +196,7 @@ class Program:
                              f"model {exp[bad[0]]:#010x}")
         assert result["faults"] == self.expected_faults, \
             f"fault flag per step: RTL {result['faults']}, model {self.expected_faults}"
+        assert result["busy"] == self.expected_busy, \
+            f"busy after each step's drain: RTL {result['busy']}, model (a descriptor active) {self.expected_busy}"
         if not self.model.short_groups:
             assert result["rx_ready_low"] == 0, "rx.ready fell while a wavelet was offered"
