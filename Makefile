@@ -23,7 +23,7 @@
 #                  (ARGS="router" picks entries, ARGS="--device ecp5" a device; docs/synthesis.md)
 #   make mutate    mutation testing of the RTL: operator mutants of hdl/ (10 per file, seeded; ARGS="--sample 0"
 #                  runs all) against their blocks' tests; score per file printed, build/mutate/mutate.json
-#                  (docs/mutation.md; an hour or more on 2 cores)
+#                  (docs/mutation.md; one to two hours on 2 cores)
 #   make iverilog  as root on Debian/Ubuntu: install Icarus Verilog (for the cross-simulator tests)
 #   make clean     remove build outputs (keeps .venv)
 

@@ -74,7 +74,7 @@ def main(argv=None):
     ap.add_argument("--key", action="append", default=[], metavar="KEY",
                     help="run the mutant KEY (as printed; repeatable) and update mutate.json with it")
     ap.add_argument("--again", action="store_true",
-                    help="run the survivors of mutate.json again (after new tests) and update it")
+                    help="run the unexplained survivors of mutate.json again (after new tests) and update it")
     ap.add_argument("--list", action="store_true", help="list the mutants chosen and stop")
     args = ap.parse_args(argv)
     unknown = [f for f in args.files if f not in TARGETS]
@@ -87,7 +87,8 @@ def main(argv=None):
         if not OUT.exists():
             ap.error(f"--key and --again update {OUT.relative_to(ROOT)}, which does not exist: run a campaign first")
         previous = json.loads(OUT.read_text())
-        keys = args.key or [r["key"] for r in previous["mutants"] if r["status"] in ("survived", "error")]
+        keys = args.key or [r["key"] for r in previous["mutants"]
+                            if r["status"] == "error" or r["status"] == "survived" and r["key"] not in EQUIVALENT]
         chosen = _by_key(keys)
         missing = [k for k, m in zip(keys, chosen) if m is None]
         if missing:
