@@ -10,10 +10,10 @@ addresses read back after the run), ``drain`` (idle cycles allowed after the las
 Writes ``result.json`` in the run folder: ``tx`` payloads and ``tx_cycles``, ``rx_cycles`` (accept
 cycle of each wavelet), ``rx2_cycles``, ``reads`` (values), ``rx_ready_low`` (cycles ``rx.ready``
 was low while a wavelet was offered), ``rx2_ready_low`` (the same for ``rx2``), ``fault`` (the
-port) and ``busy`` after each step, ``write_cycles`` (per step, the cycle of each configuration write) and ``tx_stalls`` (the
-monitor's back-pressure in every cycle), the last two so that a cycle model can replay the run
-(cycles count from 0 at the drivers' and the monitor's first edge). The pytest side compares all
-of it with the model.
+port) and ``busy`` after each step, ``write_cycles`` (per step, the cycle of each configuration
+write) and ``tx_stalls`` (the monitor's back-pressure in every cycle), the last two so that a
+cycle model can replay the run (cycles count from 0 at the drivers' and the monitor's first edge).
+The pytest side compares all of it with the model.
 """
 
 import json
