@@ -17,6 +17,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from sim.kit.toolchain import icarus_available
 from sim.mutate.mutants import apply
 from sim.mutate.sandbox import Sandbox, project_files
 from sim.mutate.targets import TARGETS
@@ -36,9 +37,10 @@ def pytest_args(target):
 
 def _child(sandbox, target, worker, time_limit):
     """Run sim.mutate.child in ``sandbox``: ``(outcome dict, seconds)``; outcome None on timeout."""
-    env = dict(os.environ, PYTHONPATH=str(sandbox.where), PYTEST_XDIST_WORKER=f"mutate{worker}",
-               WS_SIM=os.environ.get("WS_SIM", "icarus"))
+    env = dict(os.environ, PYTHONPATH=str(sandbox.where), PYTEST_XDIST_WORKER=f"mutate{worker}")
     env.pop("PYTEST_CURRENT_TEST", None)
+    if "WS_SIM" not in env and icarus_available():
+        env["WS_SIM"] = "icarus"     # a mutated wafer under Verilator would be a C++ build per mutant
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
         result = Path(f.name)
     cmd = [sys.executable, "-m", "sim.mutate.child", str(result), ",".join(target.tops), "--",
@@ -88,29 +90,27 @@ def run(root, mutants, *, jobs=2, work=None, progress=None):
         with lock:
             free.append(i)
 
-    def base(tests):
+    def base(target):
         i = sandbox()
         try:
-            target = next(TARGETS[p] for p in paths if TARGETS[p].tests == tests)
             outcome, seconds = _child(sandboxes[i], target, i, None)
         finally:
             release(i)
         status, detail = _classify(outcome)
         if status != "survived":
-            raise RuntimeError(f"the unmutated tests {' '.join(tests)} do not pass ({status}: {detail})")
+            raise RuntimeError(f"the unmutated tests {' '.join(target.tests)} do not pass ({status}: {detail})")
         if progress:
-            progress(f"baseline  {seconds:5.0f} s  {' '.join(tests)}")
-        return tests, {"seconds": seconds, "verilog": outcome["verilog"]}
+            progress(f"baseline  {seconds:5.0f} s  {' '.join(target.tests)}")
+        return target, {"seconds": seconds, "verilog": outcome["verilog"]}
 
-    paths = sorted({m.path for m in mutants})
+    targets = {TARGETS[m.path] for m in mutants}        # files sharing tests share one baseline
     with ThreadPoolExecutor(jobs) as pool:
-        by_tests = dict(pool.map(base, sorted({TARGETS[p].tests for p in paths})))
-    baseline = {p: by_tests[TARGETS[p].tests] for p in paths}
+        baseline = dict(pool.map(base, sorted(targets, key=lambda t: t.tests)))
 
     def one(mutant):
         i = sandbox()
         try:
-            ref = baseline[mutant.path]
+            ref = baseline[TARGETS[mutant.path]]
             sandboxes[i].mutate(mutant.path, apply((root / mutant.path).read_text(), mutant))
             limit = TIME_LIMIT_FACTOR * ref["seconds"] + 60
             outcome, seconds = _child(sandboxes[i], TARGETS[mutant.path], i, limit)

@@ -31,12 +31,9 @@ def main(argv):
     out = {"stillborn": None, "verilog": {}, "exit": None, "failed": []}
     try:
         from hdl.config import preset
-        from hdl.shared_block import blocks_written_once
-        from hdl.tops import build_top
-        from hdl.verilog import verilog_text
-        for top in tops:
-            with blocks_written_once():
-                text = verilog_text(build_top(top, preset("tiny")), top)
+        from sim.kit.runner import top_verilog
+        for top in tops:             # cached in the shared build folder: the tests that build it reuse it
+            text = top_verilog(top, preset("tiny")).read_text()
             out["verilog"][top] = hashlib.sha1(text.encode()).hexdigest()
     except Exception as exc:  # noqa: BLE001 - any elaboration error makes the mutant stillborn
         out["stillborn"] = "".join(traceback.format_exception_only(exc)).strip().splitlines()[-1][:300]
