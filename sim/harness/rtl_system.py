@@ -13,7 +13,7 @@ A phase is two pulses: ``start`` clears the recorders and starts the configurati
 (``cfg_count`` writes each, all wafers the same count); when ``cfg_done`` is high, ``go`` starts
 the broadcast players (``bcast_count[q]`` words on weight link ``q``) and the west players
 (``west_in_count`` wavelets each, the host's input at the west edge of every mesh row); ``done``
-(registered) rises when every player has finished, ``root_rec<q>`` holds ``root_count[q]``
+(registered) rises after ``go``, when every player has finished, ``root_rec<q>`` holds ``root_count[q]``
 words, every west / east recorder holds ``west_count`` / ``east_count`` and no PE is ``busy``
 (every run has ended: what the phase keeps in SRAM is written). ``cfg_cycles``:
 cycles from ``start`` until the configuration players finished; ``run_cycles``: cycles from
@@ -127,7 +127,7 @@ class RtlSystemHarness(wiring.Component):
         cfg_finished = Signal()
         m.d.comb += cfg_finished.eq(~cfg_busy & ~self.start)
         finished = Signal()
-        m.d.comb += finished.eq(cfg_finished & ~play_busy & ~go & complete & ~system.busy)
+        m.d.comb += finished.eq(cfg_finished & ~armed & ~play_busy & ~go & complete & ~system.busy)
         m.d.sync += [self.cfg_done.eq(cfg_finished), self.done.eq(finished),
                      self.overflow.eq(overflow)]
         with m.If(self.start):

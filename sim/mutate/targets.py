@@ -45,5 +45,6 @@ TARGETS = {
         "test_wafer_forward[hardware-2-3-13-13-0.2-0.3]", "test_wafer_forward_last_layer",
         "test_wafer_backward_weight[hardware-2-3-7-24-lanes]", "test_wafer_backward_data",
         "test_wafer_multicast_configuration_and_next_input_stream")), ("wafer",)),
-    "hdl/system.py": Target(("tests/sim/system/test_rtl_host.py::test_small_system_under_icarus",), ("system",)),
+    "hdl/system.py": Target(("tests/hdl/test_system.py",
+                             "tests/sim/system/test_rtl_host.py::test_small_system_under_icarus"), ("system",)),
 }

@@ -86,8 +86,9 @@ class PhaseRunner:
             session, self._session = self._session, None
             self.cpu_seconds += session.close(END_COMMAND).cpu_seconds
 
-    def __call__(self, req):
-        n, P = self.cfg.swarmx_leaves, self.cfg.mesh_rows
+    def status(self, req):
+        """Run ``req`` and return the testbench's status line as a dict (``STATUS_FIELDS``),
+        without checking it; the recorders' dumps stay in ``work``."""
         for old in self.work.glob("*.hex"):
             old.unlink()
         for i, writes in enumerate(req.writes):
@@ -113,10 +114,19 @@ class PhaseRunner:
                       strict=True))
         self.phases += 1
         self.cycles += st["cycles"]
-        where = f"{req.what} ({self.simulator}, files in {self.work})"
+        st["budget"] = budget
         if st["timeout"]:
             self.close()
-            raise AssertionError(f"{where} did not finish within {budget} cycles (fault={st['fault']}, "
+        return st
+
+    def __call__(self, req):
+        """Run ``req``, check that it finished without a fault, an error or an overflow, and
+        return its :class:`~sim.system.rtl_training.PhaseResult`."""
+        n, P = self.cfg.swarmx_leaves, self.cfg.mesh_rows
+        st = self.status(req)
+        where = f"{req.what} ({self.simulator}, files in {self.work})"
+        if st["timeout"]:
+            raise AssertionError(f"{where} did not finish within {st['budget']} cycles (fault={st['fault']}, "
                                  f"error={st['error']}, overflow={st['overflow']})")
         assert not st["fault"], f"{where}: a PE core raised a fault"
         assert not st["error"], f"{where}: a router or SwarmX raised an error"
