@@ -44,7 +44,8 @@ TARGETS = {
     "hdl/wafer.py": Target(tuple(f"tests/hdl/test_wafer.py::{t}" for t in (
         "test_wafer_forward[hardware-2-3-13-13-0.2-0.3]", "test_wafer_forward_last_layer",
         "test_wafer_backward_weight[hardware-2-3-7-24-lanes]", "test_wafer_backward_data",
-        "test_wafer_multicast_configuration_and_next_input_stream")), ("wafer",)),
+        "test_wafer_multicast_configuration_and_next_input_stream",
+        "test_gradient_link_block_restarts_when_its_count_is_written")), ("wafer",)),
     "hdl/system.py": Target(("tests/hdl/test_system.py",
                              "tests/sim/system/test_rtl_host.py::test_small_system_under_icarus"), ("system",)),
 }

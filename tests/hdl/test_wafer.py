@@ -12,7 +12,7 @@ import pytest
 from arch.pe_map import STATUS, status_base
 from arch.tile_map import CORE_BASE, mesh_tile_addr_bits, tile_address
 from arch.wafer_map import ADAPTER, adapter_base
-from arch.wavelet import pack_tagged
+from arch.wavelet import pack_tagged, unpack_tagged
 from compiler.wafer import (
     WaferCompileError,
     compile_backward_data,
@@ -106,7 +106,9 @@ def test_wafer_forward(pre, rows, cols, m, k, gap, stall):
 
 def run_phase(cfg, phase, weights, outputs, reads, gap=0.0, stall=0.0):
     """Run a compiled phase on the RTL wafer; ``outputs`` ``{prefix: expected words}``,
-    ``reads`` ``[(addr, expected)]``. Checks every word and read-back; returns the result."""
+    ``reads`` ``[(addr, expected)]``, each read twice (a read must not change what it reads).
+    Checks every word and read-back; returns the result."""
+    reads = reads * 2
     inputs = {f"weights__{q}": [] for q in range(cfg.mesh_cols)}     # idle links: valid low
     inputs.update(weights)
     inputs.update({f"west_in__{p}": [int(w) for w in words] for p, words in phase.west_in.items()})
@@ -292,6 +294,21 @@ def test_wafer_multicast_configuration_and_next_input_stream():
     for p in range(cfg.mesh_rows):
         got = split_dx(cfg, result["outputs"][f"west_out__{p}"], k)
         assert np.array_equal(got, want[:, p * L:(p + 1) * L]), f"row {p}: dZ_prev at the edge"
+
+
+@pytest.mark.xdist_group("tiny-system")
+def test_gradient_link_block_restarts_when_its_count_is_written(tiny_system):
+    """``G_COUNT + q`` written mid-block restarts link q's block: with 3 words per block, two
+    words sent (``last`` 0, 0), then the count written as 2, the next two words carry ``last``
+    0, 1 (the SwarmX tree ORs the two wafers' alike flags). Rows 0 and 1 of column 0 send their
+    wavelet up the column into gradient link 0."""
+    s = tiny_system
+    routes = [s.route(0, 0, "W", "N"), s.route(1, 0, "W", "N"), s.route(0, 0, "S", "N")]
+    g_count = adapter_base() + ADAPTER["G_COUNT"]
+    first = s.phase([routes + [(g_count, 3)]] * 2, wavelets=1, roots=(2, 0))
+    states, roots = s.run(first, s.phase([[(g_count, 2)]] * 2, wavelets=1, roots=(2, 0)))
+    assert not any(st["error"] or st["fault"] or st["timeout"] for st in states), states
+    assert [unpack_tagged(int(w))[1] for w in roots[0]] == [0, 1]
 
 
 @pytest.mark.parametrize("changes,kw,match", [
