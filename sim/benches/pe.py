@@ -4,7 +4,8 @@ Parameters (``sim.kit.params()``), built by ``tests/hdl/pe/test_pe_core.py`` fro
 ``cfg_writes`` ``[[addr, word], ...]`` (written one per cycle before traffic), ``wavelets``
 ``[[color, data], ...]`` (driven on ``rx`` with random gaps ``gap_prob``), ``wavelets2`` (the same
 on ``rx2``, at the same time), ``expect_tx`` (words
-the model sends; ``tx`` is drained with random back-pressure ``stall_prob``), ``reads`` (config
+the model sends; ``tx`` is drained with random back-pressure ``stall_prob``, after ``tx_hold``
+cycles from the start in which it is not ready), ``reads`` (config
 addresses read back after the run), ``drain`` (idle cycles allowed after the last word).
 
 Writes ``result.json`` in the run folder: ``tx`` payloads and ``tx_cycles``, ``rx_cycles`` (accept
@@ -74,7 +75,14 @@ async def run_program(dut):
     drv = StreamDriver(dut.clk, dut, "rx", gaps=bernoulli(p.get("gap_prob", 0.0), rng))
     drv2 = StreamDriver(dut.clk, dut, "rx2", gaps=bernoulli(p.get("gap_prob", 0.0), rng))
     tx_stalls = []                     # the monitor's decision in every cycle (replayable)
-    mon = StreamMonitor(dut.clk, dut, "tx", stall=recorded(p.get("stall_prob", 0.0), rng, tx_stalls))
+    random_stall = recorded(p.get("stall_prob", 0.0), rng, tx_stalls)
+
+    def stall():
+        if len(tx_stalls) < p.get("tx_hold", 0):
+            tx_stalls.append(True)
+            return True
+        return random_stall()
+    mon = StreamMonitor(dut.clk, dut, "tx", stall=stall)
     ready_low = 0
     ready2_low = 0
 
@@ -162,9 +170,9 @@ class Program:
                            "reads": [int(a) for a in reads], "expect_tx": len(self.model.out)})
         return self
 
-    def params(self, gap_prob=0.0, stall_prob=0.0, drain=20):
+    def params(self, gap_prob=0.0, stall_prob=0.0, drain=20, tx_hold=0):
         return {"steps": self.steps, "gap_prob": gap_prob, "stall_prob": stall_prob,
-                "drain": drain}
+                "drain": drain, "tx_hold": tx_hold}
 
     def tx_by_color(self, words):
         out = {}

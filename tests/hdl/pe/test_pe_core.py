@@ -18,6 +18,7 @@ from arch.pe_map import (
     desc_addr,
     fmac_order,
     status_base,
+    vec_fifo_depth,
 )
 from arch.pe_map import done_addr as pe_done_addr
 from hdl.config import PRESETS, ConfigError, preset
@@ -480,6 +481,30 @@ def test_vec_pipelined_dot_cost(depth):
     assert prog.model.cycles(1) == R * rows * word + vec_out_cycles(M, A, dot=True) == tx[-1] - pick
     assert prog.model.vec_cycles == R * rows * L
     assert tx == replay_tx_cycles(cfg, prog, result)
+
+
+@pytest.mark.parametrize("depth", [(HW.mul_stages, HW.add_stages), (1, 1)])
+def test_vec_pipelined_dot_behind_a_full_fifo(depth):
+    """Pipelined DOT whose ``tx`` is held not ready until its output FIFO is full (``A + 3``
+    words), then taken with random stalls: a word's elements before the last go on without a
+    free entry (they emit no word), the last waits for one, so once ``tx`` moves, each next word
+    leaves as soon as its entry is free. No word lost or reordered, every cycle as the
+    closed-loop model replays it."""
+    rng = np.random.default_rng(47)
+    cfg = vec_cfg(depth, lanes=2)
+    L, R, rows = 2, 2, 12
+    prog = Program(cfg)
+    prog.step(writes=sram_writes(0, bf16_words(rng, 40, specials=0.1))
+              + desc_writes(cfg, 1, op=Op.VEC, vmode=VecMode.DOT, enable=1, send=1, color=2,
+                            dep_b_en=1, dep_b=0, a_base=1, a_stride=3, b_base=64, b_stride=L,
+                            count=rows, reps=R, lo=0, hi=R)
+              + desc_writes(cfg, 0, op=Op.STORE, enable=1, color=1, reps=R, lo=0, hi=R, dst_base=64))
+    prog.step(wavelets2=[(1, w) for w in bf16_words(rng, R * L, specials=0.1)],
+              reads=status_reads(cfg))
+    assert len(prog.model.out) == R * rows > vec_fifo_depth(depth[1])
+    result = run(cfg, prog, stall_prob=0.2, tx_hold=150)
+    assert result["tx_cycles"][0] == 150          # a word waited for the hold to end
+    assert result["tx_cycles"] == replay_tx_cycles(cfg, prog, result)
 
 
 def test_vec_pipelined_chain():
