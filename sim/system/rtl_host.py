@@ -87,8 +87,10 @@ class PhaseRunner:
             self.cpu_seconds += session.close(END_COMMAND).cpu_seconds
 
     def status(self, req):
-        """Run ``req`` and return the testbench's status line as a dict (``STATUS_FIELDS``),
-        without checking it; the recorders' dumps stay in ``work``."""
+        """Run ``req`` and return the testbench's status line as a dict (``STATUS_FIELDS``, and
+        ``budget``: the cycles the phase was given), without checking it; the recorders' dumps
+        stay in ``work``. After a timeout the testbench process has ended (the next phase starts
+        a new one, from reset)."""
         for old in self.work.glob("*.hex"):
             old.unlink()
         for i, writes in enumerate(req.writes):
