@@ -7,8 +7,10 @@ at a time. A mutant is *killed* when a test fails (pytest ``-x`` stops at the fi
 *stillborn* when its block no longer elaborates (not counted), *survived* when every test passes.
 """
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -46,14 +48,20 @@ def _child(sandbox, target, worker, time_limit):
     cmd = [sys.executable, "-m", "sim.mutate.child", str(result), ",".join(target.tops), "--",
            *pytest_args(target)]
     t0 = time.perf_counter()
+    # Its own process group: a hang is ended with everything it started (a simulator under
+    # cocotb outlives a killed pytest otherwise).
+    proc = subprocess.Popen(cmd, cwd=sandbox.where, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        subprocess.run(cmd, cwd=sandbox.where, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                       timeout=time_limit, start_new_session=True, check=False)
+        proc.wait(timeout=time_limit)
         outcome = json.loads(result.read_text()) if result.stat().st_size else {"exit": -1, "failed": [],
                                                                                   "stillborn": None, "verilog": {}}
     except subprocess.TimeoutExpired:
         outcome = None
     finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)     # whatever of the group is left
+        proc.wait()
         result.unlink(missing_ok=True)
     return outcome, time.perf_counter() - t0
 

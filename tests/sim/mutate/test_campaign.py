@@ -48,3 +48,26 @@ def test_failing_baseline_stops_the_campaign(tmp_path, monkeypatch):
                                                        ("skid_buffer",)))
     with pytest.raises(RuntimeError, match="do not pass"):
         campaign.run(ROOT, mutants(PATH, ROOT)[:1], jobs=1, work=tmp_path)
+
+
+def test_a_hang_is_ended_with_everything_it_started(tmp_path):
+    """A child past its time limit is a timeout, and the processes it started (a simulator under
+    cocotb) end with it: here a stand-in ``sim.mutate.child`` that starts a sleeper and hangs."""
+    import time
+    from pathlib import Path
+    from types import SimpleNamespace
+    fake = tmp_path / "box" / "sim" / "mutate"
+    fake.mkdir(parents=True)
+    for pkg in (fake.parent, fake):
+        (pkg / "__init__.py").write_text("")
+    pid_file = tmp_path / "sleeper.pid"
+    (fake / "child.py").write_text(
+        "import pathlib, subprocess, time\n"
+        f"p = subprocess.Popen(['sleep', '300'])\npathlib.Path({str(pid_file)!r}).write_text(str(p.pid))\n"
+        "time.sleep(300)\n")
+    outcome, seconds = campaign._child(SimpleNamespace(where=tmp_path / "box"), NARROW, 0, time_limit=5)
+    assert outcome is None and 5 <= seconds < 60
+    stat = Path(f"/proc/{pid_file.read_text()}/stat")
+    time.sleep(0.2)
+    # Gone, or a zombie waiting for the init process to reap it.
+    assert not stat.exists() or stat.read_text().rpartition(")")[2].split()[0] == "Z"
