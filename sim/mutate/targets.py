@@ -46,6 +46,6 @@ TARGETS = {
         "test_wafer_backward_weight[hardware-2-3-7-24-lanes]", "test_wafer_backward_data",
         "test_wafer_multicast_configuration_and_next_input_stream",
         "test_gradient_link_block_restarts_when_its_count_is_written")), ("wafer",)),
-    "hdl/system.py": Target(("tests/hdl/test_system.py",
+    "hdl/system.py": Target(("tests/hdl/test_system_flags.py",
                              "tests/sim/system/test_rtl_host.py::test_small_system_under_icarus"), ("system",)),
 }
