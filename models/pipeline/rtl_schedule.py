@@ -4,7 +4,7 @@ behind the SwarmX tree, with no stalls.
 
 Unlike :mod:`models.pipeline.timing` (the architecture's pipelined step: backward-data and
 backward-weight in one pass, a DRAM fill, no RAMP-port contention), this follows what the layer
-compiler (``compiler/wafer.py``) and the bench actually run, phase by phase. Two levels:
+compiler (``compiler/wafer/``) and the bench actually run, phase by phase. Two levels:
 
 * **Configuration** (every phase): the configuration player writes one word per cycle after one
   idle cycle following ``start`` (:data:`PLAYER_START_CYCLES`): ``writes + 1`` cycles.

@@ -23,7 +23,8 @@ from sim.kit.clocking import reset
 from sim.kit.player_memory import load_words, read_words
 from sim.system.config import DATA_FILE, SystemRunConfig
 from sim.system.rtl import rtl_config
-from sim.system.rtl_training import PhaseResult, training
+from sim.system.rtl_phases import PhaseResult
+from sim.system.rtl_training import training
 
 
 async def _pulse(dut, name):

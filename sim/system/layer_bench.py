@@ -39,7 +39,7 @@ from models.pipeline.rtl_schedule import (
     simulated_run_cycles,
 )
 from sim.system.rtl_host import PhaseRunner
-from sim.system.rtl_training import PhaseRequest
+from sim.system.rtl_phases import PhaseRequest
 
 __all__ = ["run_layer", "row_block", "row_blocks", "layer_data"]
 

@@ -22,7 +22,8 @@ from sim.kit.testbench import Testbench
 from sim.system.config import DATA_FILE
 from sim.system.rtl import harness_depths, rtl_config
 from sim.system.rtl_build import system_sources
-from sim.system.rtl_training import PhaseResult, training
+from sim.system.rtl_phases import PhaseResult
+from sim.system.rtl_training import training
 
 __all__ = ["PhaseRunner", "run_rtl_host", "write_hex", "read_hex"]
 

@@ -11,7 +11,7 @@ from arch.tile_map import mesh_tile_addr_bits, tile_address
 from arch.wavelet import pack_wavelet
 from hdl.config import preset
 from sim.system.rtl_host import PhaseRunner, read_hex
-from sim.system.rtl_training import PhaseRequest
+from sim.system.rtl_phases import PhaseRequest
 
 
 class TinySystem:

@@ -1,4 +1,4 @@
-"""The RTL wafer (hdl/wafer.py) running phases compiled by compiler/wafer.py: weights enter
+"""The RTL wafer (hdl/wafer.py) running phases compiled by compiler/wafer/: weights enter
 on one SwarmX TaggedWord link per mesh column (bf16 in the low half, compiler.wafer.weight_streams),
 the kernels run on P x Q PE tiles, results leave at the host edges and gradients on one link per
 column. Bit-exact against models.pipeline.kernels. Bench: sim/benches/tile.py (generic stream

@@ -98,7 +98,7 @@ def test_backward_weight_monotonic_and_vector_bound():
 
 
 def _compiled(P, Q, kind, m, k, last=False):
-    """The layer compiler's phase (compiler/wafer.py) on the system preset."""
+    """The layer compiler's phase (compiler/wafer/) on the system preset."""
     from compiler import wafer as wc
     from hdl.config import preset
     cfg = preset("system", mesh_rows=P, mesh_cols=Q, swarmx_leaves=2).replace(sram_words=4096)

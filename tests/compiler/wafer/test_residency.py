@@ -1,100 +1,33 @@
-"""The layer compiler's host-side pieces (compiler/wafer.py), without RTL: what goes on each
-weight link, dW back from the gradient links, and the packed SRAM loads (replayed on the PE model,
-they leave each PE's SRAM as plain writes of the same words would)."""
+"""What stays on the wafer between phases (compiler/wafer/residency.py): activation homes, the
+phases that read them without loading, the input batch transposed on the wafer and streamed in
+by the step before, and the errors of a resident X."""
 
 import numpy as np
 import pytest
 
-from arch.pe_map import STATUS, status_base
 from arch.tile_map import CORE_BASE, mesh_tile_addr_bits, tile_address
-from arch.wavelet import pack_tagged, unpack_tagged, unpack_wavelet
-from compiler.wafer import WaferCompileError, compile_backward_data, compile_forward, join_gradients, weight_streams
+from arch.wavelet import unpack_wavelet
+from compiler.wafer import (
+    WaferCompileError,
+    activation_homes,
+    can_transpose_x,
+    compile_backward_data,
+    compile_backward_weight,
+    compile_forward,
+    dw_on_lanes,
+    input_stream_columns,
+    resident_bases,
+)
 from hdl.config import preset
 from models.pe import PeModel
 
 CFG = preset("system", mesh_rows=2, mesh_cols=3)
 
 
-def test_weight_streams_split_k_over_the_links():
-    w = np.arange(4 * 7, dtype=np.uint16).reshape(4, 7)          # K = 7 over 3 columns: 3, 2, 2
-    links = weight_streams(CFG, w)
-    data = [unpack_tagged(words) for words in links]
-    assert [d.tolist() for d, _ in data] == [w[:, 0:3].ravel().tolist(), w[:, 3:5].ravel().tolist(),
-                                             w[:, 5:7].ravel().tolist()]
-    assert all(last[-1] == 1 and not last[:-1].any() for _, last in data)
-    back = [unpack_tagged(words)[0] for words in weight_streams(CFG, w, transposed=True)]
-    assert back[1].tolist() == w[:, 3:5].T.ravel().tolist()      # rows k = 3, 4 of W^T
-    with pytest.raises(WaferCompileError, match="cannot be split over 3 mesh columns"):
-        weight_streams(CFG, w[:, :2])
-
-
-def test_weight_streams_follow_the_fmac_order():
-    """With pipelined lanes (acc_rows R = 5) each link carries its rows in groups of R, the
-    wavelets i-major inside a group; the last group takes the rest when fewer than 2R are left
-    (12 rows: 5 + 7; 3 rows of W^T: one group): written out here, not taken from fmac_order."""
-    cfg = CFG.replace(add_stages=4)
-    assert cfg.acc_rows == 5
-    w = np.arange(12 * 7, dtype=np.uint16).reshape(12, 7)
-    got = unpack_tagged(weight_streams(cfg, w)[0])[0].tolist()          # W[:, 0:3]
-    want = [int(w[n, k]) for k in range(3) for n in range(5)]
-    want += [int(w[n, k]) for k in range(3) for n in range(5, 12)]
-    assert got == want
-    got_t = unpack_tagged(weight_streams(cfg, w, transposed=True)[0])[0].tolist()
-    assert got_t == [int(w[m, k]) for m in range(12) for k in range(3)]   # 3 rows k: one group
-
-
-def test_join_gradients_inverts_the_column_split():
-    dw = np.arange(4 * 7, dtype=np.uint32).reshape(4, 7) * 0x01010101
-    links = [pack_tagged(dw[:, sl].ravel().astype(np.uint64), np.arange(4 * n) == 4 * n - 1)
-             for sl, n in ((slice(0, 3), 3), (slice(3, 5), 2), (slice(5, 7), 2))]
-    assert np.array_equal(join_gradients(CFG, links, m=4, k=7), dw)
-    with pytest.raises(ValueError, match="gradient link 1: 7 words, expected 8"):
-        join_gradients(CFG, [links[0], links[1][:7], links[2]], m=4, k=7)
-    early = links[2].copy()
-    early[3] |= np.uint64(1 << 32)
-    with pytest.raises(ValueError, match="gradient link 2: 'last' must mark only the final word"):
-        join_gradients(CFG, [links[0], links[1], early], m=4, k=7)
-    with pytest.raises(ValueError, match="2 gradient links, the wafer has 3 columns"):
-        join_gradients(CFG, links[:2], m=4, k=7)
-
-
-def test_packed_loads_fill_sram_as_plain_writes_would():
-    # K = 7 over 3 columns: column 0 holds 3 x 4 = 12 words (pairs only), columns 1, 2 hold 8.
-    # An odd count is covered by lanes = 3 (column 0: 9 words, the last one alone).
-    for lanes in (4, 3):
-        cfg = CFG.replace(lanes=lanes, sram_banks=4)
-        rng = np.random.default_rng(lanes)
-        x16 = rng.integers(0, 1 << 16, (7, 2 * lanes), dtype=np.uint16)
-        phase = compile_forward(cfg, m=5, k=7, batch=2 * lanes, x16=x16)
-        bits = mesh_tile_addr_bits(cfg.sram_words, cfg.num_tasks)
-        span = 1 << bits
-        pack = status_base(cfg.sram_words, cfg.num_tasks) + STATUS["PACK"]
-        for (p, q), info in phase.plan["pes"].items():
-            base = tile_address(cfg.mesh_cols, p, q, CORE_BASE, bits)
-            mine = [(a - base, v) for a, v in phase.writes if base <= a < base - CORE_BASE + span]
-            core = PeModel(lanes=lanes, sram_words=cfg.sram_words, num_tasks=cfg.num_tasks,
-                           num_colors=cfg.num_colors)
-            for a, v in mine:
-                core.cfg_write(a, v)
-            want = x16[info["k"].start:info["k"].stop, p * lanes:(p + 1) * lanes].astype(np.uint32) << 16
-            n = want.size
-            assert core.mem[info["x_base"]:info["x_base"] + n].tolist() == want.ravel().tolist()
-            assert core.cfg_read(pack) == 0, "PACK left on"
-            assert sum(a < cfg.sram_words for a, _ in mine) == (n + 1) // 2
-
-
 def test_activations_stay_where_the_next_phases_read_them():
     """activation_homes stacks each hidden layer's X (and X^T where its backward-weight runs on
     the lanes) down from the top of SRAM; forward l keeps its outputs at layer l + 1's homes, which
     forward, backward-data and backward-weight of layer l + 1 read without loading anything."""
-    from compiler.wafer import (
-        activation_homes,
-        compile_backward_data,
-        compile_backward_weight,
-        dw_on_lanes,
-        input_stream_columns,
-        resident_bases,
-    )
     cfg = CFG.replace(sram_words=4096)
     dims, L, batch = (64, 24, 30, 10), cfg.lanes, 2 * cfg.lanes     # 24: 8 per column, on the lanes
     homes = activation_homes(cfg, dims)
@@ -142,7 +75,6 @@ def test_the_input_batch_is_transposed_on_the_wafer():
     """Where backward-weight of layer 0 runs on the lanes and the forward can transpose X (8 task
     descriptors, 5 colors; any ``|K_q|`` and M: the PASS waits on no FMAC row), forward 0 keeps
     the input batch's X^T, which backward-weight 0 reads: the host loads the input batch once."""
-    from compiler.wafer import activation_homes, can_transpose_x, compile_backward_weight, resident_bases
     cfg = preset("system", mesh_rows=2, mesh_cols=2).replace(sram_words=4096)
     dims, L, batch = (64, 32, 10), cfg.lanes, 2 * cfg.lanes
     homes = activation_homes(cfg, dims)
@@ -171,7 +103,6 @@ def test_next_input_streams_into_its_home():
     """A phase carrying the next input batch: routes from the west edge to the last of its
     columns, and in each PE of them a STORE that takes every vector passing its RAMP; replayed on
     the PE model (the tile's writes, then the row's wavelets), each keeps X[K_q, B_p] at the home."""
-    from compiler.wafer import input_stream_columns
     L, batch, home = CFG.lanes, 2 * CFG.lanes, 1500
     x16 = (np.arange(11 * batch, dtype=np.uint16).reshape(11, batch) + 0x3F00).astype(np.uint16)
     nxt = {"home": home, "k": 11, "columns": range(1, 3)}
