@@ -4,7 +4,8 @@ same plain-Verilog testbenches under Verilator and Icarus, and the system under 
 simulator ``sim.kit.runner.bench_simulator`` picks for it: Verilator).
 
 *cycles/CPU-s* = clock cycles simulated / CPU seconds (user + system) of the simulator processes
-(Verilog elaboration and the Verilator build excluded: both are cached). The system figure covers
+(Verilog elaboration and the Verilator build excluded: both are cached); *PE-cycles/CPU-s* the same
+times the PE tiles simulated (8 in the system), the figure that compares wafers of other sizes. The system figure covers
 the testbench's one process for the run (start-up included), the mesh figure one process over
 two traffic phases; under cocotb the system is one process whose CPU time includes cocotb's Python
 (the host's work between phases, loading and reading memories through VPI). Every run is checked
@@ -36,7 +37,8 @@ def _system(sim):
     start = time.perf_counter()
     results = run_system(run, run_name="bench-sim-speed")
     # cocotb: one simulator process for the run, its CPU time includes cocotb's Python (the host).
-    return results["simulator_cycles"], results["simulator_cpu_seconds"], time.perf_counter() - start
+    return (results["simulator_cycles"], results["simulator_cpu_seconds"], time.perf_counter() - start,
+            results["simulated_pe_tiles"])
 
 
 def _mesh(sim, wavelets, seed=11):
@@ -72,22 +74,28 @@ def run():
                 raw[f"mesh4x4/{sim}"] = {"cycles": cycles, "wavelets": wavelets, "cpu_seconds": cpu,
                                          "wall_seconds": wall}
     for sim in sims + ["cocotb"]:
-        cycles, cpu, wall = _system(sim)
-        raw[f"system/{sim}"] = {"cycles": cycles, "cpu_seconds": cpu, "wall_seconds": wall}
+        cycles, cpu, wall, tiles = _system(sim)
+        raw[f"system/{sim}"] = {"cycles": cycles, "cpu_seconds": cpu, "wall_seconds": wall, "pe_tiles": tiles}
     if len(set(logs.values())) > 1:
         raise AssertionError("mesh4x4: the simulators' logs differ")
 
-    def rate(key):
+    def rate(key, per_tile=False):
         r = raw.get(key)
-        return round(r["cycles"] / r["cpu_seconds"]) if r and r["cpu_seconds"] else "-"
+        if not r or not r["cpu_seconds"]:
+            return None
+        return r["cycles"] * (r["pe_tiles"] if per_tile else 1) / r["cpu_seconds"]
 
-    for design, label in (("system", "system (make sim)"), ("mesh4x4", "mesh4x4 random")):
-        v, i, c = rate(f"{design}/verilator"), rate(f"{design}/icarus"), rate(f"{design}/cocotb")
-        speedup = f"{v / i:.0f}x" if isinstance(v, int) and isinstance(i, int) and i else "-"
-        rows.append([label, v, i, c, speedup])
+    tiles = next(r["pe_tiles"] for key, r in raw.items() if key.startswith("system/"))
+    for design, label, per_tile in (("system", "system (make sim), cycles", False),
+                                    ("system", f"system (make sim), PE-cycles ({tiles} PE tiles)", True),
+                                    ("mesh4x4", "mesh4x4 random (routers only), cycles", False)):
+        v, i, c = (rate(f"{design}/{sim}", per_tile) for sim in ("verilator", "icarus", "cocotb"))
+        speedup = f"{v / i:.0f}x" if v and i else "-"
+        rows.append([label, *(round(x) if x else "-" for x in (v, i, c)), speedup])
     return {"raw": raw, "simulators": sims, "tables": [{
-        "title": "RTL cycles per CPU-second of the simulator: system = 2 wafers of 2x2 PEs + SwarmX, "
-                 "one process per run; mesh4x4 = 16 routers, random traffic, back-pressure "
+        "title": "RTL cycles per CPU-second of the simulator (PE-cycles: PE tiles x cycles): system = "
+                 "2 wafers of 2x2 PEs + SwarmX, one process per run; mesh4x4 = 16 routers, random "
+                 "traffic, back-pressure "
                  "(cycles and CPU seconds in build/bench/sim_speed.json)",
         "columns": ["design", "Verilator", "Icarus", f"cocotb+{bench_simulator('system_rtl')}", "Verilator/Icarus"],
         "rows": rows}]}

@@ -151,7 +151,9 @@ def summary_rtl(run, results, wall):
           f"timeline.png")
     speed = f"{results['cycles_per_second']:,.0f} cycles/s with the host"
     if "cycles_per_cpu_second" in results:
-        speed += f", {results['cycles_per_cpu_second']:,.0f} cycles/CPU-s in the simulator"
+        speed += (f", {results['cycles_per_cpu_second']:,.0f} cycles/CPU-s in the simulator "
+                  f"({results['pe_cycles_per_cpu_second']:,.0f} PE-cycles/CPU-s: "
+                  f"{results['simulated_pe_tiles']} PE tiles)")
     if "simulator_phases" in results:
         speed += f" ({results['simulator_phases']} phases in one process)"
     print(f"  simulation       {results['simulated_cycles']} RTL cycles, {speed}; wall {wall:.1f} s")

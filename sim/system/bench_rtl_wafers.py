@@ -24,7 +24,7 @@ from sim.kit.player_memory import load_words, read_words
 from sim.system.config import DATA_FILE, SystemRunConfig
 from sim.system.rtl import rtl_config
 from sim.system.rtl_phases import PhaseResult
-from sim.system.rtl_training import training
+from sim.system.rtl_training import simulator_speed, training
 
 
 async def _pulse(dut, name):
@@ -132,7 +132,5 @@ async def train(dut):
     except StopIteration as stop:
         results = stop.value
     results["simulator"] = "cocotb+" + ("verilator" if "verilator" in cocotb.SIM_NAME.lower() else "icarus")
-    results["simulator_cycles"] = results["simulated_cycles"]
-    results["simulator_cpu_seconds"] = time.process_time() - cpu
-    results["cycles_per_cpu_second"] = results["simulated_cycles"] / results["simulator_cpu_seconds"]
+    results.update(simulator_speed(cfg, results["simulated_cycles"], time.process_time() - cpu))
     (out_dir / "results.json").write_text(json.dumps(results, indent=2))

@@ -23,7 +23,7 @@ from sim.system.config import DATA_FILE
 from sim.system.rtl import harness_depths, rtl_config
 from sim.system.rtl_build import system_sources
 from sim.system.rtl_phases import PhaseResult
-from sim.system.rtl_training import training
+from sim.system.rtl_training import simulator_speed, training
 
 __all__ = ["PhaseRunner", "run_rtl_host", "write_hex", "read_hex"]
 
@@ -167,8 +167,6 @@ def run_rtl_host(run, *, simulator=None, log=print):
             results = stop.value
     results["simulator"] = runner.simulator
     results["simulator_phases"] = runner.phases
-    results["simulator_cycles"] = runner.cycles
-    results["simulator_cpu_seconds"] = runner.cpu_seconds
-    results["cycles_per_cpu_second"] = runner.cycles / runner.cpu_seconds if runner.cpu_seconds else 0.0
+    results.update(simulator_speed(cfg, runner.cycles, runner.cpu_seconds))
     (out / "results.json").write_text(json.dumps(results, indent=2))
     return results

@@ -56,7 +56,7 @@ from sim.system import rtl_phases
 from sim.system.rtl_phases import Wafers
 from sim.system.timeline import step_timeline
 
-__all__ = ["training"]
+__all__ = ["training", "simulator_speed"]
 
 
 def training(run, cfg: Config, data, *, log=print):
@@ -202,3 +202,15 @@ def _check_cycles(step, phases, model, dims, *, stall):
         else:
             assert c == mp.config and run >= mp.run_formula, \
                 f"{where}: {c} + {run} cycles, the model's {mp.config} + at least {mp.run_formula}"
+
+
+def simulator_speed(cfg, cycles, cpu_seconds):
+    """The ``results.json`` fields of the simulator's speed: ``simulator_cycles`` (clock cycles it
+    ran), ``simulator_cpu_seconds``, ``cycles_per_cpu_second`` and ``pe_cycles_per_cpu_second``
+    (PE tiles x cycles / CPU-s: the system's ``swarmx_leaves`` wafers of ``mesh_rows x
+    mesh_cols`` tiles, ``simulated_pe_tiles``), 0 without CPU time."""
+    tiles = cfg.swarmx_leaves * cfg.mesh_rows * cfg.mesh_cols
+    rate = cycles / cpu_seconds if cpu_seconds else 0.0
+    return {"simulator_cycles": cycles, "simulator_cpu_seconds": cpu_seconds,
+            "simulated_pe_tiles": tiles, "cycles_per_cpu_second": rate,
+            "pe_cycles_per_cpu_second": tiles * rate}

@@ -28,6 +28,8 @@ def test_default_system_under_verilator(tmp_path, stall, check_rtl_results):
     assert results["simulator_phases"] == 2 * 5
     assert results["simulator_cycles"] > results["simulated_cycles"] > 0
     assert results["cycles_per_cpu_second"] > 0
+    assert results["simulated_pe_tiles"] == 2 * 2 * 2
+    assert results["pe_cycles_per_cpu_second"] == 8 * results["simulator_cycles"] / results["simulator_cpu_seconds"]
     if stall == 0:
         assert [s["cycles"] for s in results["steps"]] == [3414, 3111]
 
