@@ -88,15 +88,18 @@ def training(run, cfg: Config, data, *, log=print):
     schedules = {}      # the timing model per configuration-word counts
     wafers = Wafers(cfg, dims, B, n)
 
-    def batches(step):
-        """Per wafer, bf16 ``K x B`` of the step's global batch."""
-        x = x_tr[order[step * golden.global_batch:(step + 1) * golden.global_batch]]
+    def samples(step):
+        """The training-set indices of the step's global batch."""
+        return order[step * golden.global_batch:(step + 1) * golden.global_batch]
+
+    def per_wafer(x):
+        """A global batch as each wafer's bf16 ``K x B``."""
         return [kernels.to_bf16(x[i * B:(i + 1) * B].T) for i in range(n)]
 
     for step in range(run.steps):
-        idx = order[step * golden.global_batch:(step + 1) * golden.global_batch]
+        idx = samples(step)
         x, labels = x_tr[idx], y_tr[idx]
-        wafers.begin_step(batches(step), batches(step + 1), first=step == 0)
+        wafers.begin_step(per_wafer(x), per_wafer(x_tr[samples(step + 1)]), first=step == 0)
         w16 = [mx.bf16(name) for name in names]
         phases = []
 

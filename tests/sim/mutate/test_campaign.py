@@ -3,6 +3,9 @@ killed (the failing test named), a no-op edit survives, a mutant that cannot ela
 the project's own files are never changed, and a baseline that fails stops the campaign."""
 
 import dataclasses
+import time
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -53,9 +56,6 @@ def test_failing_baseline_stops_the_campaign(tmp_path, monkeypatch):
 def test_a_hang_is_ended_with_everything_it_started(tmp_path):
     """A child past its time limit is a timeout, and the processes it started (a simulator under
     cocotb) end with it: here a stand-in ``sim.mutate.child`` that starts a sleeper and hangs."""
-    import time
-    from pathlib import Path
-    from types import SimpleNamespace
     fake = tmp_path / "box" / "sim" / "mutate"
     fake.mkdir(parents=True)
     for pkg in (fake.parent, fake):
