@@ -140,8 +140,10 @@ class DescriptorTable(wiring.Component):
         # i*a_stride of the current wavelet index.
         g_cnt, g_rep, g_gend = Signal(16), Signal(16), Signal()
         g_rbase, g_dptr, g_ioff = Signal(PTR_BITS), Signal(PTR_BITS), Signal(PTR_BITS)
-        ends = (self.w_step | self.s_step) & self.run_end          # a run ends (one-hot per engine)
-        v_ends = Cat(self.v_run_end & (self.v_t == t) for t in range(T))
+        # a run ends (one-hot per engine); signals, so that a bit of them is one wire in the Verilog
+        ends, v_ends = Signal(T), Signal(T)
+        m.d.comb += [ends.eq((self.w_step | self.s_step) & self.run_end),
+                     v_ends.eq(Cat(self.v_run_end & (self.v_t == t) for t in range(T)))]
         is_fmac = Cat(desc[t].op == Op.FMAC for t in range(T))
         first = Signal(T, init=(1 << T) - 1)      # pos == 0 and sub == 0 (a register that follows them)
 
