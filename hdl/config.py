@@ -125,6 +125,14 @@ class Config:
     def as_dict(self):
         return dataclasses.asdict(self)
 
+    def tile(self):
+        """This configuration as a tile's blocks (router, PE core) are built from: the fields of
+        the mesh and of SwarmX, which they do not read, at :class:`Config`'s defaults, so that the
+        tiles of every mesh share one shared block (:mod:`hdl.shared_block`)."""
+        return self.replace(**{f: getattr(Config, f) for f in _SYSTEM_FIELDS})
+
+
+_SYSTEM_FIELDS = ("mesh_rows", "mesh_cols", "swarmx_leaves", "swarmx_fifo_depth")
 
 PRESETS = {
     "default": Config(),

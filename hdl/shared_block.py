@@ -8,11 +8,20 @@ instead of the component it is given, a stand-in with the same signature that el
 and every later request reuses that module. Outside the context ``shared`` returns the component itself
 (simulation in Python, formal flows, synthesis of RTLIL), so a design means the same circuit
 either way. ``hdl.verilog.verilog_text`` of a top whose blocks were shared appends their modules.
+
+A block of ``hdl/`` that holds no shared block of its own (a router, a PE core, a SwarmX tree) is
+also kept on disk, in :data:`BLOCK_CACHE` (``build/blocks/``), keyed by its module name, ``name``,
+``key`` and what :func:`hdl.generate.build_key` covers (the ``hdl/`` and ``arch/`` sources, the
+Python and Amaranth versions): another process writing a design with the same block (a test, a
+bench, ``make verilog``) reads its Verilog instead of converting it again.
 """
 
 import contextlib
 import contextvars
+import functools
+import os
 import re
+from pathlib import Path
 
 from amaranth import ClockSignal, Instance, ResetSignal
 from amaranth.lib import wiring
@@ -20,9 +29,10 @@ from amaranth.lib.wiring import In
 
 from .module_merge import merge_identical_modules
 
-__all__ = ["shared", "blocks_written_once", "convert_text"]
+__all__ = ["shared", "blocks_written_once", "convert_text", "BLOCK_CACHE"]
 
 _LIBRARY = contextvars.ContextVar("hdl_shared_blocks", default=None)
+BLOCK_CACHE = Path(__file__).resolve().parents[1] / "build" / "blocks"
 
 
 def convert_text(component, name):
@@ -45,12 +55,50 @@ class _Library:
         taken = sum(1 for n, _ in self.modules if n == name)
         module = name if taken == 0 else f"{name}_{taken}"
         self.modules[(name, key)] = module
-        text = convert_text(component, module)
+        text = self._converted(component, module, name, key)
         header = re.search(rf"^module {re.escape(module)}\s*\((.*?)\);", text, re.S | re.M)
         ports = {p.strip() for p in header.group(1).split(",")}
         self.texts[module] = text
         self.clocked[module] = ("clk" in ports, "rst" in ports)
         return module
+
+
+    def _converted(self, component, module, name, key):
+        """``convert_text(component, module)``, from :data:`BLOCK_CACHE` where it may be."""
+        if not type(component).__module__.startswith("hdl."):
+            return convert_text(component, module)     # its source is not in the key
+        path = BLOCK_CACHE / f"{module}-{_block_key(module, name, key)}.v"
+        if path.exists():
+            return path.read_text()
+        before = len(self.modules)
+        text = convert_text(component, module)
+        if len(self.modules) == before:                 # a leaf: its text is all of it
+            BLOCK_CACHE.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            tmp.write_text(text)
+            os.replace(tmp, path)
+        return text
+
+
+@functools.cache
+def _sources():
+    from .generate import source_digest
+    return source_digest()
+
+
+def _stable(key):
+    """``repr`` of ``key`` with the elements of sets in sorted order (a set's order varies per run)."""
+    if isinstance(key, (set, frozenset)):
+        return "{" + ", ".join(sorted(map(_stable, key))) + "}"
+    if isinstance(key, tuple):
+        return "(" + ", ".join(map(_stable, key)) + ")"
+    return repr(key)
+
+
+def _block_key(module, name, key):
+    from .generate import build_key
+    inputs = build_key(name, sources=_sources(), module=module, block_key=_stable(key))
+    return inputs["key"][:20]
 
 
 class _StandIn(wiring.Component):

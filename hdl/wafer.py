@@ -86,7 +86,7 @@ class Wafer(wiring.Component):
         cfg = self._cfg
         P, Q, C = cfg.mesh_rows, cfg.mesh_cols, cfg.num_colors
         bits = mesh_tile_addr_bits(cfg.sram_words, cfg.num_tasks)
-        mesh = m.submodules.mesh = Mesh(cfg, core=lambda r, q: shared(PeCore(cfg), "pe_core", cfg),
+        mesh = m.submodules.mesh = Mesh(cfg, core=lambda r, q: shared(PeCore(cfg.tile()), "pe_core", cfg.tile()),
                                         tile_addr_bits=bits, multicast=True)
         all_colors = (1 << C) - 1
 

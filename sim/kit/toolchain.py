@@ -19,6 +19,7 @@
   The first call of each compiles its WebAssembly into ``~/.cache/YoWASP`` (minutes, once).
 """
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -122,17 +123,33 @@ def require_icarus():
         raise ToolMissing(ICARUS_MISSING)
 
 
+@cache
 def yowasp(tool):
     """Path of YoWASP's ``yowasp-<tool>`` beside the running Python (``yosys``,
-    ``nextpnr-ecp5``, ``nextpnr-ice40``, ...)."""
+    ``nextpnr-ecp5``, ``nextpnr-ice40``, ...), run once already (:func:`_compiled`)."""
     path = _BIN / f"yowasp-{tool}"
     if not path.exists():
         found = shutil.which(f"yowasp-{tool}")
         if found is None:
             raise ToolMissing(f"yowasp-{tool} is not installed in this Python: run through make, or "
                               f"pip install -e . (pyproject.toml declares it)")
-        return found
+        path = Path(found)
+    _compiled(path)
     return str(path)
+
+
+def _compiled(path):
+    """Run ``path --version`` under a lock shared by every process of the project: a YoWASP tool's
+    first run on a machine compiles its WebAssembly into the user's cache (yosys: about 75 CPU
+    seconds), which processes starting together (pytest-xdist workers) would each do."""
+    lock = CCACHE_DIR.parent / "yowasp.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            subprocess.run([str(path), "--version"], capture_output=True, check=False)
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def yosys():
