@@ -11,7 +11,9 @@ from amaranth.hdl import Fragment, Instance
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from hdl import shared_block
 from hdl.shared_block import blocks_written_once, shared
+from hdl.skid_buffer import SkidBuffer
 from hdl.verilog import verilog_text
 from sim.kit.equivalence import equivalent
 
@@ -84,3 +86,37 @@ def test_blocks_made_in_a_constructor_need_the_context_around_it():
 def test_top_named_like_a_block_is_refused():
     with pytest.raises(ValueError, match="has the name of one of its shared blocks"):
         verilog_text(Counters((4,)), "counter")
+
+
+class Pair(wiring.Component):
+    """Two shared skid buffers of ``width`` bits in a row (a block of hdl/ inside a test's block)."""
+
+    def __init__(self, width):
+        self._width = width
+        super().__init__({"i": In(width), "o": Out(width)})
+
+    def elaborate(self, platform):
+        m = Module()
+        a = m.submodules.a = shared(SkidBuffer(self._width), "skid", self._width)
+        b = m.submodules.b = shared(SkidBuffer(self._width), "skid", self._width)
+        m.d.comb += [a.i.payload.eq(self.i), a.i.valid.eq(1), b.i.payload.eq(a.o.payload),
+                     b.i.valid.eq(a.o.valid), a.o.ready.eq(b.i.ready), b.o.ready.eq(1),
+                     self.o.eq(b.o.payload)]
+        return m
+
+
+def test_leaf_blocks_of_hdl_are_kept_on_disk(tmp_path, monkeypatch):
+    """A block of hdl/ without shared blocks of its own is written to BLOCK_CACHE once and read
+    from there by the next design; a block defined elsewhere (its source is not in the key) and a
+    block holding shared blocks are not kept."""
+    monkeypatch.setattr(shared_block, "BLOCK_CACHE", tmp_path)
+    first = verilog_text(Pair(5), "pair")
+    kept = list(tmp_path.iterdir())
+    assert [p.name.split("-")[0] for p in kept] == ["skid"]
+    kept[0].write_text(kept[0].read_text().replace("module skid(", "module skid( /* from disk */"))
+    again = verilog_text(Pair(5), "pair")
+    assert "/* from disk */" in again and again == first.replace("module skid(", "module skid( /* from disk */")
+    verilog_text(Pair(6), "pair")
+    assert len(list(tmp_path.iterdir())) == 2
+    verilog_text(Counters((6, 7)), "counters")              # Counter is a test's class
+    assert len(list(tmp_path.iterdir())) == 2
