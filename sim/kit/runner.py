@@ -135,11 +135,11 @@ def top_verilog(name, cfg):
 
 def cached_verilog(name, build, *args, **kwargs):
     """Path of the Verilog of ``build(*args, **kwargs)`` as module ``name``, generated once per key
-    into ``build/sim/verilog-<name>-<key>/``. The key: ``hdl.generate.build_key`` (the ``hdl/`` and
+    into ``build/sim/verilog-<name>-<key>/``. The key: ``hdl.build_key.build_key`` (the ``hdl/`` and
     ``arch/`` sources, the Python and Amaranth versions) with the ``sim/harness/`` sources, ``build``'s
     name and the arguments' ``repr`` (a ``Config`` shows every field), so a warm run converts
     nothing."""
-    from hdl.generate import build_key, source_digest
+    from hdl.build_key import build_key, source_digest
     what = f"{build.__module__}.{build.__qualname__}{args!r}{sorted(kwargs.items())!r}"
     key = build_key(name, sources=source_digest() + source_digest(packages=("sim/harness",)), build=what)["key"][:16]
     folder = BUILD / f"verilog-{name}-{key}"

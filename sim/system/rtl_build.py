@@ -21,7 +21,7 @@ _HARNESS_SOURCES = ("sim/harness/rtl_system.py", "sim/harness/stream_player.py",
 
 
 def _key(cfg, depths):
-    from hdl.generate import ROOT, build_key
+    from hdl.build_key import ROOT, build_key
     h = hashlib.sha256()
     for rel in _HARNESS_SOURCES:
         h.update(rel.encode() + b"\0" + (Path(ROOT) / rel).read_bytes() + b"\0")

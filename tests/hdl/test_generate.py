@@ -7,6 +7,7 @@ import pytest
 from amaranth.lib import wiring
 from amaranth.lib.wiring import Out
 
+import hdl.build_key
 import hdl.generate
 from hdl.config import ConfigError
 from hdl.generate import main
@@ -15,7 +16,7 @@ from hdl.verilog import lint
 from sim.kit import toolchain
 
 TINY = ["--preset", "tiny"]
-WAIVERS = hdl.generate.ROOT / "hdl" / "lint.vlt"
+WAIVERS = hdl.build_key.ROOT / "hdl" / "lint.vlt"
 
 
 def snapshot(folder):
@@ -29,7 +30,7 @@ def test_writes_every_top(capsys):
     # elaborate); each block's own tests generate its top at the sizes they verify. The folder
     # persists under build/ like make verilog's: a warm run converts only the tops whose inputs
     # changed (3 min of Amaranth for all of them), the stamps' own tests are below.
-    out = hdl.generate.ROOT / "build" / "test-verilog-tiny"
+    out = hdl.build_key.ROOT / "build" / "test-verilog-tiny"
     assert main(["--out", str(out), *TINY, "--jobs", "2"]) == 0
     for name in TOPS:
         text = (out / f"{name}.v").read_text()
@@ -53,12 +54,12 @@ def test_source_hash_covers_every_import():
     # repository, or an edit there would leave stale Verilog "up to date".
     code = ("import sys, hdl.generate; "
             "print('\\n'.join(getattr(m, '__file__', None) or '' for m in list(sys.modules.values())))")
-    files = subprocess.run([sys.executable, "-c", code], cwd=hdl.generate.ROOT, capture_output=True,
+    files = subprocess.run([sys.executable, "-c", code], cwd=hdl.build_key.ROOT, capture_output=True,
                            text=True, check=True).stdout.split()
-    root = hdl.generate.ROOT
+    root = hdl.build_key.ROOT
     parts = [Path(f).resolve().relative_to(root).parts for f in files if Path(f).resolve().is_relative_to(root)]
     ours = {p[0] for p in parts if "site-packages" not in p}       # not the .venv's
-    assert ours and ours <= set(hdl.generate.SOURCE_PACKAGES), ours
+    assert ours and ours <= set(hdl.build_key.SOURCE_PACKAGES), ours
 
 
 def test_tops_selection(tmp_path, capsys):
