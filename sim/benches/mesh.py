@@ -20,7 +20,7 @@ Log lines: ``I phase cycle input``, ``O phase cycle output payload``, ``R addr d
 at the start of each phase.
 """
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 from arch.config_bus import ADDR_BITS, WORD_BITS
@@ -438,8 +438,11 @@ def scoreboard(routes, rows, cols, inputs, delivered, ramp2=None):
     with the first problem."""
     expected = defaultdict(list)   # (out port, src, color) -> [word]
     for src, words in inputs.items():
+        dests = {}                 # color -> where the tables lead (the same for every wavelet)
         for w in words:
-            for dst in walk(routes, rows, cols, *src, w[1], ramp2=ramp2):
+            if w[1] not in dests:
+                dests[w[1]] = walk(routes, rows, cols, *src, w[1], ramp2=ramp2)
+            for dst in dests[w[1]]:
                 expected[(dst, src, w[1])].append(w)
     # Sources are identified by the data field (the benches put a source id in the top bits).
     got = defaultdict(list)
@@ -550,8 +553,9 @@ class Scenario:
         """Add a traffic phase; ``copies`` (default: every copy the tables lead to) is the
         number of output transfers that ends it."""
         if copies is None:
-            copies = sum(len(walk(self.routes, self.rows, self.cols, *src, w[1], ramp2=self.ramp2))
-                         for src, ws in inputs.items() for w in ws)
+            copies = sum(len(walk(self.routes, self.rows, self.cols, *src, color, ramp2=self.ramp2)) * n
+                         for src, ws in inputs.items()
+                         for color, n in Counter(w[1] for w in ws).items())
         ph = self.program.phase(copies)
         for src, ws in inputs.items():
             self.traffic.add(ph, src, ws)

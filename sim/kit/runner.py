@@ -27,12 +27,20 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
 from hdl.shared_block import blocks_written_once
 from hdl.verilog import verilog_text
-from sim.kit.toolchain import icarus_available, require_icarus, verilator_env, verilator_fst, verilator_version
+from sim.kit.toolchain import (
+    hier_vlt,
+    icarus_available,
+    require_icarus,
+    verilator_env,
+    verilator_fst,
+    verilator_version,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build" / "sim"
@@ -181,9 +189,14 @@ def _runner(simulator, build_dir, sources, toplevel, waves):
     from cocotb_tools.runner import Verilator, get_runner
     if simulator != "verilator":
         return get_runner(simulator)
-    h = hashlib.sha256(f"{verilator_version()}\0{toplevel}\0{waves}{verilator_fst()}\0{COCOTB_OPT}".encode())
-    for src in sources:
-        h.update(Path(src).read_bytes() + b"\0")
+    texts = [Path(src).read_text() for src in sources]
+    # pe_core as a hierarchical block (sim.kit.toolchain.HIER_BLOCKS) unless a bench reaches into
+    # it (the public modules) or waves are asked for (they would stop at the block)
+    public = re.findall(r'-module "([^"]+)"', "".join(t for t in texts if t.startswith("`verilator_config")))
+    hier = None if waves else hier_vlt(texts, exclude={toplevel, *public})
+    h = hashlib.sha256(f"{verilator_version()}\0{toplevel}\0{waves}{verilator_fst()}\0{COCOTB_OPT}\0{hier}".encode())
+    for text in texts:
+        h.update(text.encode() + b"\0")
     stamp = build_dir / "build.stamp"
 
     class CachedVerilator(Verilator):
@@ -192,11 +205,17 @@ def _runner(simulator, build_dir, sources, toplevel, waves):
                 return []
             stamp.unlink(missing_ok=True)
             for old in build_dir.glob("*"):     # a stale or interrupted build (its PCH would fail)
-                if old.is_file() and (old.name.startswith("Vtop") or old.suffix in (".o", ".d", ".a")
-                                      or old.name == toplevel):
+                if old.is_dir() and old.name.startswith("V"):     # a hierarchical block's
+                    shutil.rmtree(old)
+                elif old.is_file() and (old.name.startswith("Vtop") or old.suffix in (".o", ".d", ".a")
+                                        or old.name == toplevel):
                     old.unlink()
             build, make = super()._build_command()
             build.remove("--public-flat-rw")        # PUBLIC_VLT, among the sources, instead
+            if hier:
+                (build_dir / "hier.vlt").write_text(hier)
+                build[1:1] = ["--hierarchical", str(build_dir / "hier.vlt")]
+                make[make.index("Vtop.mk")] = "Vtop_hier.mk"
             return [build, make, ["sh", "-c", f"echo {h.hexdigest()} > build.stamp"]]
 
     return CachedVerilator()

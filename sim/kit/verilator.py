@@ -24,7 +24,7 @@ import subprocess
 from pathlib import Path
 
 from sim.kit.runner import ROOT, locked
-from sim.kit.toolchain import verilator, verilator_env, verilator_jobs, verilator_version
+from sim.kit.toolchain import hier_vlt, verilator, verilator_env, verilator_jobs, verilator_version
 
 __all__ = ["VERILATOR_BUILD", "FLAGS", "OPT_ENV", "build_binary", "cpp_opt"]
 
@@ -55,8 +55,11 @@ def build_binary(sources, top, *, defines=None, build_root=None, log=None):
     opt = cpp_opt()
     for part in (verilator_version(), top, " ".join(FLAGS + tuple(dflags)), opt):
         h.update(part.encode() + b"\0")
-    for s in sources:
-        h.update(s.name.encode() + b"\0" + s.read_bytes() + b"\0")
+    texts = [s.read_text() for s in sources]
+    hier = hier_vlt(texts, exclude={top})
+    h.update(f"{hier}\0".encode())
+    for s, text in zip(sources, texts):
+        h.update(s.name.encode() + b"\0" + text.encode() + b"\0")
     folder = Path(build_root or VERILATOR_BUILD) / f"{top}-{h.hexdigest()[:16]}"
     binary = folder / f"V{top}"
     if binary.exists():
@@ -68,8 +71,12 @@ def build_binary(sources, top, *, defines=None, build_root=None, log=None):
             log(f"building {top} with Verilator into {folder} (once per configuration)")
         obj = folder / "obj_dir"
         shutil.rmtree(obj, ignore_errors=True)
+        blocks = []
+        if hier:
+            (folder / "hier.vlt").write_text(hier)
+            blocks = ["--hierarchical", str(folder / "hier.vlt")]
         cmd = [verilator(), *FLAGS, "-j", verilator_jobs(), "--top-module", top, "-Mdir", str(obj),
-               "-o", f"V{top}", *dflags, *map(str, sources)]
+               "-o", f"V{top}", *dflags, *blocks, *map(str, sources)]
         env = verilator_env()
         if opt:
             env["MAKEFLAGS"] += f" OPT_FAST={opt} OPT_SLOW={opt} OPT_GLOBAL={opt}"

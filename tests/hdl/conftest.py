@@ -10,6 +10,7 @@ from arch.router_map import route_addr, route_mask
 from arch.tile_map import mesh_tile_addr_bits, tile_address
 from arch.wavelet import pack_wavelet
 from hdl.config import preset
+from sim.kit.testbench import harness_simulator
 from sim.system.rtl_host import PhaseRunner, read_hex
 from sim.system.rtl_phases import PhaseRequest
 
@@ -47,7 +48,7 @@ class TinySystem:
     def run(self, *phases):
         """The status line of each phase (``sim.harness.system_tb.STATUS_FIELDS``) and the words
         of the last phase's gradient links (``roots[q]`` each, uint64 tagged words)."""
-        with PhaseRunner(self.cfg, self.DEPTHS, self.work) as runner:
+        with PhaseRunner(self.cfg, self.DEPTHS, self.work, simulator=harness_simulator()) as runner:
             states = [runner.status(p) for p in phases]
         roots = [read_hex(self.work / f"root{q}.hex", n) if n else [] for q, n in enumerate(phases[-1].roots)]
         return states, roots

@@ -4,6 +4,7 @@ import subprocess
 
 import pytest
 
+from sim.kit.toolchain import hier_vlt
 from sim.kit.verilator import OPT_ENV, build_binary
 
 COUNTER_TB = """`timescale 1ns/1ps
@@ -56,3 +57,32 @@ def test_failed_build_names_its_log(tmp_path):
     with pytest.raises(RuntimeError, match="build.log"):
         build_binary([src], "bad_tb", build_root=tmp_path / "build")
     assert not list((tmp_path / "build").glob("bad_tb-*/Vbad_tb"))
+
+
+HIER_TB = """`timescale 1ns/1ps
+module pe_core(input clk, input [7:0] a, output reg [7:0] y);
+  always @(posedge clk) y <= a + 8'd7;
+endmodule
+module hier_tb;
+  reg clk = 0; reg [7:0] n = 0; wire [7:0] y;
+  pe_core core(.clk(clk), .a(n), .y(y));
+  always #5 clk = ~clk;
+  always @(posedge clk) begin
+    n <= n + 1;
+    if (n == 4) begin $display("y %0d", y); $finish; end
+  end
+endmodule
+"""
+
+
+def test_pe_core_is_built_as_a_hierarchical_block(tmp_path):
+    """A module of HIER_BLOCKS in the design is its own Verilator library; the top never is."""
+    src = tmp_path / "hier_tb.v"
+    src.write_text(HIER_TB)
+    binary = build_binary([src], "hier_tb", build_root=tmp_path / "build")
+    assert (binary.parent / "hier.vlt").read_text().splitlines()[1:] == ['hier_block -module "pe_core"']
+    assert "--hierarchical" in (binary.parent / "build.log").read_text().splitlines()[0]
+    out = subprocess.run([str(binary)], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert "y 10" in out.stdout          # n = 4 at the display: y = a + 7 of the cycle before
+    assert hier_vlt([HIER_TB], exclude={"pe_core"}) is None
+    assert hier_vlt([COUNTER_TB]) is None
