@@ -71,6 +71,10 @@ def boundary_ports(rows, cols):
     return out
 
 
+# The ports a route mask names, ascending, for every mask.
+_SET_BITS = [tuple(o for o in range(NUM_PORTS) if m >> o & 1) for m in range(1 << NUM_PORTS)]
+
+
 def _out_key(o):
     return RAMP2 if o == RAMP2 else Port(o)
 
@@ -134,7 +138,7 @@ def xy_routes(rows, cols, num_colors, flows):
 
 
 class _Router:
-    __slots__ = ("r", "q", "vc", "sent", "rr", "credit", "outreg", "links", "busy")
+    __slots__ = ("r", "q", "vc", "sent", "rr", "credit", "outreg", "links", "busy", "edge_outputs")
 
     def __init__(self, r, q, links, colors, depth):
         self.r, self.q = r, q
@@ -144,6 +148,7 @@ class _Router:
         self.rr = [-1] * NUM_OUTPUTS
         self.credit = {o: [depth] * colors for o in links}
         self.outreg = [None] * NUM_OUTPUTS          # boundary outputs: (data, color, ctrl)
+        self.edge_outputs = [(o, (r, q, _out_key(o))) for o in range(NUM_OUTPUTS) if o not in links]
 
 
 class FabricModel:
@@ -239,6 +244,7 @@ class FabricModel:
         accept = accept or {}
         full_mask = (1 << C) - 1
         queues = {p: list(ws) for p, ws in inputs.items()}
+        remaining = sum(len(ws) for ws in queues.values())     # words not yet accepted
         ptr = {p: 0 for p in queues}
         offering = {p: False for p in queues}
         accepted = {p: [] for p in queues}
@@ -265,15 +271,12 @@ class FabricModel:
             for key, rt in routers.items():
                 r, q = key
                 ins = inputs_by_router.get(key, ())
-                if not rt.vc and all(x is None for x in rt.outreg) and not any(
+                if not rt.vc and rt.outreg.count(None) == NUM_OUTPUTS and not any(
                         offering[p] for p in ins):
                     continue
                 # Boundary outputs: transfers in t, and which can be (re)loaded.
                 free = {}
-                for o in range(NUM_OUTPUTS):
-                    if o in rt.links:
-                        continue
-                    port = (r, q, _out_key(o))
+                for o, port in rt.edge_outputs:
                     rd = ready.get(port)
                     is_ready = True if rd is None else bool(rd(t))
                     if rt.outreg[o] is not None and is_ready:
@@ -306,17 +309,16 @@ class FabricModel:
                     want = mask & ~rt.sent.get((i, c), 0)
                     wants[(i, c)] = want
                     k = i * C + c
-                    for o in range(NUM_PORTS):
-                        if want >> o & 1:
-                            if o == Port.RAMP and split >> c & 1:
-                                o = RAMP2
-                            if o in rt.links:
-                                ok = rt.credit[o][c] > 0
-                            else:
-                                f, acc = free[o]
-                                ok = f and (acc >> c & 1)
-                            if ok:
-                                reqs[o].append(k)
+                    for o in _SET_BITS[want]:
+                        if o == Port.RAMP and split >> c & 1:
+                            o = RAMP2
+                        if o in rt.links:
+                            ok = rt.credit[o][c] > 0
+                        else:
+                            f, acc = free[o]
+                            ok = f and (acc >> c & 1)
+                        if ok:
+                            reqs[o].append(k)
                 granted = {}
                 for o in range(NUM_OUTPUTS):
                     req = reqs[o]
@@ -354,6 +356,7 @@ class FabricModel:
                 for p, word in in_take:
                     accepted[p].append(t)
                     ptr[p] += 1
+                    remaining -= 1
                     offering[p] = False
                     progress = True
                     if word is None:
@@ -378,8 +381,7 @@ class FabricModel:
             self.cycle += 1
             if progress:
                 last_progress = self.cycle
-            pending = any(ptr[p] < len(queues[p]) for p in queues)
-            if until_idle and not pending and self.idle():
+            if until_idle and not remaining and self.idle():
                 break
             if self.cycle - last_progress > stall_limit:
                 if stuck_ok:
