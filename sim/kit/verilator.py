@@ -14,7 +14,8 @@ Flags (measured, docs/verification.md#toolchain): Verilator's default C++ optimi
 checks the design), the testbench's ``timescale`` as the default for Amaranth's files.
 ``WS_VERILATOR_OPT=-O0`` (the test suite's setting, ``tests/conftest.py``) compiles every file at
 ``-O0`` instead: the 4 x 4 system builds in 110 s instead of 176 s and runs its test step in 4.1 s
-instead of 3.2 s.
+instead of 3.2 s. A module of :data:`sim.kit.toolchain.HIER_BLOCKS` (the PE core) other than the
+top is built as a hierarchical block (``--hierarchical``, ``hier.vlt`` in the build folder).
 """
 
 import hashlib
