@@ -34,6 +34,7 @@ from pathlib import Path
 from hdl.shared_block import blocks_written_once
 from hdl.verilog import verilog_text
 from sim.kit.toolchain import (
+    HIER_BLOCKS,
     hier_vlt,
     icarus_available,
     require_icarus,
@@ -161,14 +162,22 @@ def cached_verilog(name, build, *args, **kwargs):
     return path
 
 
-def public_vlt(text, toplevel):
-    """Verilator control file text making public (VPI read/write) every signal of module
-    ``toplevel`` and of the modules it instantiates, in Verilog ``text``: what a bench reaches."""
+def bench_modules(text, toplevel):
+    """Module ``toplevel`` and the modules it instantiates, in Verilog ``text``: what a bench reaches."""
     body = re.search(rf"^module {re.escape(toplevel)}\s*\(.*?^endmodule", text, re.S | re.M)
     if not body:
         raise ValueError(f"module {toplevel} is not in the sources")
     children = re.findall(r"^\s*(\\\S+|\w+)\s+\\?[\w.$]+\s*\(\s*$", body.group(0), re.M)
-    modules = [toplevel, *sorted({c.lstrip("\\") for c in children})]
+    return [toplevel, *sorted({c.lstrip("\\") for c in children})]
+
+
+def public_vlt(text, toplevel):
+    """Verilator control file text making public (VPI read/write) every signal of the
+    :func:`bench_modules` of ``toplevel`` in Verilog ``text``."""
+    return _public_vlt(bench_modules(text, toplevel))
+
+
+def _public_vlt(modules):
     return "`verilator_config\n" + "".join(f'public_flat_rw -module "{m}" -var "*"\n' for m in modules)
 
 
@@ -183,17 +192,17 @@ def _ports(texts, module, direction):
     raise ValueError(f"module {module} is not in the sources")
 
 
-def _runner(simulator, build_dir, sources, toplevel, waves):
+def _runner(simulator, build_dir, sources, toplevel, waves, public=()):
     """cocotb's runner for ``simulator``; under Verilator one that skips the build when
-    ``build_dir`` holds this build's binary (stamp: sources, Verilator version, waves)."""
+    ``build_dir`` holds this build's binary (stamp: sources, Verilator version, waves), and that
+    builds the modules of ``HIER_BLOCKS`` as hierarchical blocks unless the bench reaches into them
+    (``public``: :func:`bench_modules`) or waves are asked for (they would stop at the block)."""
     from cocotb_tools.runner import Verilator, get_runner
     if simulator != "verilator":
         return get_runner(simulator)
     texts = [Path(src).read_text() for src in sources]
-    # pe_core as a hierarchical block (sim.kit.toolchain.HIER_BLOCKS) unless a bench reaches into
-    # it (the public modules) or waves are asked for (they would stop at the block)
-    public = re.findall(r'-module "([^"]+)"', "".join(t for t in texts if t.startswith("`verilator_config")))
-    hier = None if waves else hier_vlt(texts, exclude={toplevel, *public})
+    hier = None if waves else hier_vlt(texts, exclude=set(public))
+    hier_dirs = {*(f"V{m}" for m in HIER_BLOCKS), "Vtop__hier.dir"}     # a hierarchical build's
     h = hashlib.sha256(f"{verilator_version()}\0{toplevel}\0{waves}{verilator_fst()}\0{COCOTB_OPT}\0{hier}".encode())
     for text in texts:
         h.update(text.encode() + b"\0")
@@ -205,7 +214,7 @@ def _runner(simulator, build_dir, sources, toplevel, waves):
                 return []
             stamp.unlink(missing_ok=True)
             for old in build_dir.glob("*"):     # a stale or interrupted build (its PCH would fail)
-                if old.is_dir() and old.name.startswith("V"):     # a hierarchical block's
+                if old.is_dir() and old.name in hier_dirs:
                     shutil.rmtree(old)
                 elif old.is_file() and (old.name.startswith("Vtop") or old.suffix in (".o", ".d", ".a")
                                         or old.name == toplevel):
@@ -291,16 +300,18 @@ def run_bench(component, name, test_module, *, params=None, testcase=None, extra
     test_dir.mkdir(parents=True, exist_ok=True)
 
     sources = [build_dir / f"{name}.v", *extra_sources]
+    public = ()
     with locked(build_dir), _without_env("WAVES"):
         if not (build_dir / f"{name}.v").exists() or (build_dir / f"{name}.v").read_text() != text:
             (build_dir / f"{name}.v").write_text(text)
         if simulator == "verilator":
             vlt = build_dir / PUBLIC_VLT
-            vlt_text = public_vlt("\n".join([text] + extra_texts), toplevel)
+            public = bench_modules("\n".join([text] + extra_texts), toplevel)
+            vlt_text = _public_vlt(public)
             if not vlt.exists() or vlt.read_text() != vlt_text:
                 vlt.write_text(vlt_text)
             sources.insert(0, vlt)
-        runner = _runner(simulator, build_dir, sources, toplevel, waves)
+        runner = _runner(simulator, build_dir, sources, toplevel, waves, public)
         if simulator == "verilator":
             args = ["-Wno-fatal", "-Wno-lint", "-Wno-style", "--x-assign", "fast", "--x-initial", "fast"]
             env = verilator_env()
