@@ -30,7 +30,10 @@ from sim.kit.toolchain import hier_vlt, verilator, verilator_env, verilator_jobs
 __all__ = ["VERILATOR_BUILD", "FLAGS", "OPT_ENV", "build_binary", "cpp_opt"]
 
 VERILATOR_BUILD = ROOT / "build" / "verilator"
-FLAGS = ("--binary", "--x-assign", "fast", "--x-initial", "fast", "--timescale", "1ns/1ps",
+# --binary without its --build: build_binary runs the make file itself, after Verilator. (With
+# --build, Verilator's parallel make of a hierarchical build verilates each block twice at once: the
+# block's rule names two targets, its wrapper and its make file, and the build wants both.)
+FLAGS = ("--main", "--exe", "--timing", "--x-assign", "fast", "--x-initial", "fast", "--timescale", "1ns/1ps",
          "-Wno-fatal", "-Wno-lint", "-Wno-style")
 OPT_ENV = "WS_VERILATOR_OPT"
 OPT_LEVELS = ("-O0", "-O1", "-O2", "-Os")
@@ -78,13 +81,19 @@ def build_binary(sources, top, *, defines=None, build_root=None, log=None):
             blocks = ["--hierarchical", str(folder / "hier.vlt")]
         cmd = [verilator(), *FLAGS, "-j", verilator_jobs(), "--top-module", top, "-Mdir", str(obj),
                "-o", f"V{top}", *dflags, *blocks, *map(str, sources)]
+        make = ["make", "-C", str(obj), "-f", f"V{top}_hier.mk" if hier else f"V{top}.mk"]
         env = verilator_env()
         if opt:
             env["MAKEFLAGS"] += f" OPT_FAST={opt} OPT_SLOW={opt} OPT_GLOBAL={opt}"
-        out = subprocess.run(cmd, cwd=folder, capture_output=True, text=True, env=env)
-        (folder / "build.log").write_text(" ".join(cmd) + "\n" + out.stdout + out.stderr)
+        log_text = ""
+        for step in (cmd, make):
+            out = subprocess.run(step, cwd=folder, capture_output=True, text=True, env=env)
+            log_text += " ".join(step) + "\n" + out.stdout + out.stderr
+            if out.returncode != 0:
+                break
+        (folder / "build.log").write_text(log_text)
         if out.returncode != 0 or not (obj / f"V{top}").exists():
-            tail = "\n".join((out.stdout + out.stderr).splitlines()[-30:])
+            tail = "\n".join(log_text.splitlines()[-30:])
             raise RuntimeError(f"Verilator build of {top} failed (log {folder / 'build.log'}):\n{tail}")
         tmp = folder / f".V{top}.tmp"
         shutil.copy2(obj / f"V{top}", tmp)
