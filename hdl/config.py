@@ -131,6 +131,12 @@ class Config:
         tiles of every mesh share one shared block (:mod:`hdl.shared_block`)."""
         return self.replace(**{f: getattr(Config, f) for f in _SYSTEM_FIELDS})
 
+    def router(self):
+        """This configuration as a router is built from: ``num_colors`` and ``vc_depth``, the
+        only fields it reads, every other one at :class:`Config`'s defaults, so that meshes whose
+        tiles differ in their PE cores share their routers (:mod:`hdl.shared_block`)."""
+        return Config(num_colors=self.num_colors, vc_depth=self.vc_depth)
+
 
 _SYSTEM_FIELDS = ("mesh_rows", "mesh_cols", "swarmx_leaves", "swarmx_fifo_depth")
 

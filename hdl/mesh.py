@@ -102,8 +102,8 @@ class Mesh(wiring.Component):
     def _router(self, r, q):
         links = self._links(r, q)
         name = "router_" + "".join(PORT_NAMES[p] for p in sorted(links))
-        tile = self._cfg.tile()
-        return shared(Router(tile, links=links), name, (tile, frozenset(links)))
+        rcfg = self._cfg.router()
+        return shared(Router(rcfg, links=links), name, (rcfg, frozenset(links)))
 
     def _links(self, r, q):
         P, Q = self._cfg.mesh_rows, self._cfg.mesh_cols

@@ -399,7 +399,14 @@ class SwarmxTree(wiring.Component):
     def from_config(cls, cfg):
         """The tree of ``cfg.swarmx_leaves`` leaves with ``cfg.swarmx_fifo_depth`` and adders of
         latency ``cfg.fp_latency``."""
-        return cls(cfg.swarmx_leaves, fifo_depth=cfg.swarmx_fifo_depth, adder_latency=cfg.fp_latency)
+        leaves, depth, latency = cls.config_key(cfg)
+        return cls(leaves, fifo_depth=depth, adder_latency=latency)
+
+    @staticmethod
+    def config_key(cfg):
+        """``(leaves, fifo_depth, adder_latency)`` of ``cfg``: all a tree of :meth:`from_config`
+        depends on (its key as a shared block)."""
+        return cfg.swarmx_leaves, cfg.swarmx_fifo_depth, cfg.fp_latency
 
     @property
     def leaves(self):

@@ -4,10 +4,11 @@ random multi-color traffic in the plain-Verilog harness, cycle-exact against the
 import random
 
 import pytest
+from amaranth.back import rtlil
 
 from arch.ports import RAMP2, Port
 from arch.router_map import ADDR_RAMP2
-from hdl.config import Config
+from hdl.config import Config, preset
 from hdl.router import Router
 from models.fabric import FabricModel, walk
 from sim.benches.mesh import (
@@ -37,6 +38,17 @@ def test_router_links_signature():
     assert "n_accept" not in r.signature.members and "s_accept" in r.signature.members
     with pytest.raises(ValueError, match="RAMP"):
         Router(Config(), links=[Port.RAMP])
+
+
+def test_router_is_built_from_its_own_fields():
+    """A router reads ``num_colors`` and ``vc_depth`` only, so meshes share routers keyed by
+    ``Config.router()`` (hdl/mesh.py): a router of a full configuration is the same circuit."""
+    cfg = preset("tiny", vc_depth=2, lanes=1, sram_words=64, mul_stages=4, mesh_rows=3)
+    assert cfg.router() == Config(num_colors=4, vc_depth=2)
+    assert preset("hardware").router() == preset("system").router()
+    links = [Port.S, Port.E]
+    assert (rtlil.convert(Router(cfg, links=links), name="r", emit_src=False)
+            == rtlil.convert(Router(cfg.router(), links=links), name="r", emit_src=False))
 
 
 @pytest.mark.parametrize("seed", [1, 2])
