@@ -164,7 +164,7 @@ class RoundRobinArbiter(wiring.Component):
         local, beaten, group = [], [], []
         for g in range(G):
             a, h, r = part(above, g), part(hi, g), part(req, g)
-            h_below, r_below = prefix_or(h, exclusive=True), prefix_or(r, exclusive=True)
+            h_below, r_below = prefix_or(m, h, exclusive=True), prefix_or(m, r, exclusive=True)
             local.append(r & ~((a & h_below) | (~a & (h.any().replicate(S) | r_below))))
             beaten.append((a & (before_hi[g].replicate(S) | h_below)) |
                           (~a & (before_any[g].replicate(S) | r_below)))
@@ -177,10 +177,10 @@ class RoundRobinArbiter(wiring.Component):
             self.group.eq(Cat(group)),
             self.any.eq(req.any() & self.free),
         ]
-        groups_below = prefix_or(self.group, exclusive=True)   # groups above the winning one
+        groups_below = prefix_or(m, self.group, exclusive=True)   # groups above the winning one
         m.d.comb += next_above.eq(Mux(self.any, Cat(
             groups_below[g].replicate(S) |
-            (self.group[g].replicate(S) & prefix_or(part(self.local, g), exclusive=True))
+            (self.group[g].replicate(S) & prefix_or(m, part(self.local, g), exclusive=True))
             for g in range(G)), above))
         m.d.sync += [
             above.eq(next_above),
@@ -192,14 +192,17 @@ class RoundRobinArbiter(wiring.Component):
         return m
 
 
-def prefix_or(value, *, exclusive=False):
+def prefix_or(m, value, *, exclusive=False):
     """Bit ``k`` = OR of the bits ``0..k`` of ``value`` (``0..k-1`` when ``exclusive``), as a
-    log-depth tree of shifted ORs (no carry chain)."""
+    log-depth tree of shifted ORs (no carry chain), each level a signal of ``m`` (an expression
+    would hold the level below twice, doubling per level)."""
     n = len(value)
     acc = value
     step = 1
     while step < n:
-        acc = (acc | (acc << step))[:n]
+        level = Signal(n)
+        m.d.comb += level.eq((acc | (acc << step))[:n])
+        acc = level
         step *= 2
     return (acc << 1)[:n] if exclusive else acc
 
