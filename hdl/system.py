@@ -37,7 +37,8 @@ class System(wiring.Component):
     def __init__(self, cfg):
         n, P, Q = cfg.swarmx_leaves, cfg.mesh_rows, cfg.mesh_cols
         self._cfg = cfg
-        self.trees = [shared(SwarmxTree.from_config(cfg), "swarmx_tree", SwarmxTree.config_key(cfg)) for _ in range(Q)]
+        tree_key = SwarmxTree.config_key(cfg)
+        self.trees = [shared(SwarmxTree.from_config(cfg), "swarmx_tree", tree_key) for _ in range(Q)]
         self.wafers = [shared(Wafer(cfg), "wafer", cfg) for _ in range(n)]
         wave, tagged = stream.Signature(Wavelet), stream.Signature(TaggedWord)
         super().__init__({

