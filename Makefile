@@ -52,15 +52,17 @@ SIM_ENV := $(if $(SIM),WS_SIM=$(SIM))
 
 .PHONY: sim test verilog lint bench formal synth mutate clean venv iverilog
 
+# --no-compile: Python byte-compiles a module when it is first imported; pip compiling every module
+# of every dependency up front cost 20-25 CPU-s of the install (measured).
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { echo "error: '$(PYTHON) -m venv' failed: install Python 3.11+ with venv (Debian: python3-venv)"; exit 1; }
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e .
+	$(PY) -m pip install -q --no-compile -e .
 	@touch $@
 
 # ruff: the `lint` extra of pyproject.toml.
 $(LINT_STAMP): $(STAMP)
-	$(PY) -m pip install -q -e '.[lint]'
+	$(PY) -m pip install -q --no-compile -e '.[lint]'
 	@touch $@
 
 venv: $(STAMP)
