@@ -171,13 +171,9 @@ def bench_modules(text, toplevel):
     return [toplevel, *sorted({c.lstrip("\\") for c in children})]
 
 
-def public_vlt(text, toplevel):
-    """Verilator control file text making public (VPI read/write) every signal of the
-    :func:`bench_modules` of ``toplevel`` in Verilog ``text``."""
-    return _public_vlt(bench_modules(text, toplevel))
-
-
-def _public_vlt(modules):
+def public_vlt(modules):
+    """Verilator control file text making public (VPI read/write) every signal of ``modules``
+    (:func:`bench_modules`)."""
     return "`verilator_config\n" + "".join(f'public_flat_rw -module "{m}" -var "*"\n' for m in modules)
 
 
@@ -307,7 +303,7 @@ def run_bench(component, name, test_module, *, params=None, testcase=None, extra
         if simulator == "verilator":
             vlt = build_dir / PUBLIC_VLT
             public = bench_modules("\n".join([text] + extra_texts), toplevel)
-            vlt_text = _public_vlt(public)
+            vlt_text = public_vlt(public)
             if not vlt.exists() or vlt.read_text() != vlt_text:
                 vlt.write_text(vlt_text)
             sources.insert(0, vlt)

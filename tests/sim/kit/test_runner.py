@@ -84,10 +84,10 @@ def test_public_vlt_names_the_top_and_its_children():
             "  \\top.rec  rec (\n    .clk(clk)\n  );\n"
             "  always @(posedge clk)\n    if (clk) begin\n    end\nendmodule\n"
             "module \\top.player0 (clk);\n  input clk;\n  \\top.player0.mem  mem (\n  );\nendmodule\n")
-    assert runner.public_vlt(text, "top").splitlines() == [
+    assert runner.public_vlt(runner.bench_modules(text, "top")).splitlines() == [
         "`verilator_config",
         'public_flat_rw -module "top" -var "*"',
         'public_flat_rw -module "top.player0" -var "*"',
         'public_flat_rw -module "top.rec" -var "*"']
     with pytest.raises(ValueError, match="module wafer is not in the sources"):
-        runner.public_vlt(text, "wafer")
+        runner.bench_modules(text, "wafer")
