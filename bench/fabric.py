@@ -54,7 +54,7 @@ def _stimulus(flows, load, seed):
     return inputs, gaps
 
 
-def _measure(P, Q, name, load, colors=4, depth=2, seed=1):
+def _measure(P, Q, name, load, colors=4, depth=4, seed=1):
     flows = pattern_flows(name, P, Q)
     routes = xy_routes(P, Q, colors, flows)
     inputs, gaps = _stimulus(flows, load, seed)
@@ -80,8 +80,8 @@ def _measure(P, Q, name, load, colors=4, depth=2, seed=1):
 
 def _rtl_check(name, load, out_dir, size=4):
     """Run a pattern point on the RTL (``mesh4x4``, or ``Mesh`` of ``size x size``; 4 colors,
-    depth 2): cycle-exact vs model."""
-    cfg = Config(num_colors=4, vc_depth=2, mesh_rows=size, mesh_cols=size)
+    depth 4): cycle-exact vs model."""
+    cfg = Config(num_colors=4, vc_depth=4, mesh_rows=size, mesh_cols=size)
     flows = pattern_flows(name, size, size)
     inputs, gaps = _stimulus(flows, load, 1)
     sc = Scenario("mesh4x4" if size == 4 else "mesh", cfg, size, size, WORDS * 40)
@@ -98,7 +98,7 @@ def _rtl_check(name, load, out_dir, size=4):
 def _rtl_random(out_dir, wavelets=20000, seed=11):
     """Sustained RTL speed on random multi-color traffic (as the regression's), 4x4."""
     from sim.benches.mesh import Traffic, random_flows, random_timing, random_traffic
-    cfg = Config(num_colors=4, vc_depth=2)
+    cfg = Config(num_colors=4, vc_depth=4)
     rng = random.Random(seed)
     sc = Scenario("mesh4x4", cfg, 4, 4, 20000)
     flows, routes = random_flows(rng, 4, 4, 4, max_sources=8, max_dests=3)
@@ -137,12 +137,12 @@ def run():
                   round(cycles / seconds), "yes"])
     return {"tables": [
         {"title": "Fabric: accepted throughput and latency vs offered load (cycle-level model, "
-                  "4 colors, vc_depth 2)",
+                  "4 colors, vc_depth 4)",
          "columns": ["mesh", "pattern", "offered", "accepted", "delivered/rx", "latency",
                      "cycles", "model cyc/s"],
          "rows": rows},
         {"title": "Fabric: RTL simulation speed (Icarus, plain-Verilog harness, 4 colors, "
-                  "vc_depth 2; seconds include writing the stimulus files and parsing the log, and "
+                  "vc_depth 4; seconds include writing the stimulus files and parsing the log, and "
                   "Icarus compilation in the first row of each mesh size)",
          "columns": ["mesh", "traffic", "wavelets", "cycles", "seconds", "cycles/s", "= model"],
          "rows": speed},

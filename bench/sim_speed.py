@@ -42,7 +42,7 @@ def _system(sim):
 
 
 def _mesh(sim, wavelets, seed=11):
-    cfg = Config(num_colors=4, vc_depth=2)
+    cfg = Config(num_colors=4, vc_depth=4)
     rng = random.Random(seed)
     sc = Scenario("mesh4x4", cfg, 4, 4, 60000)     # cycles of random gaps and stalls
     for phase in range(2):

@@ -37,22 +37,24 @@ Timing
   leaving a router in cycle ``t`` can leave the next one in ``t + 1``) or be loaded into a
   boundary output register in ``t + 1`` and be offered on ``p_out`` from ``t + 2``.
   Through ``h`` links: input transfer at ``t``, output offered from ``t + h + 2``.
-* One wavelet per output per cycle, sustained with ``vc_depth >= 2`` (credit loop of 2 cycles).
+* A word's slot is freed (its credit sent back) in the cycle after its last copy leaves: the
+  credit loop is 3 cycles, one wavelet per output per cycle is sustained with ``vc_depth >= 3``
+  (``vc_depth`` words per 3 cycles below).
 * Several virtual channels of one input may leave on different outputs in the same cycle.
 
-Structure (docs/router.md#structure): per input, one memory copy per output
-(:class:`~hdl.router_parts.ChannelBuffers`); per output a
-:class:`~hdl.router_parts.RoundRobinArbiter` whose requests are flip-flops (loaded from the next
-values of the route table, the sent flags and the channel flags); an output reads its winner by
-the read address of the winner's input copy.
+Structure (docs/router.md#structure): per input, channel buffers read by one reader per route
+bit at its own pace, one memory copy per output (:class:`~hdl.router_parts.ChannelBuffers`); per
+output a :class:`~hdl.router_parts.RoundRobinArbiter` whose requests are flip-flops (loaded from
+the next values of the route table and of its reader's pending words); an output reads its
+winner by the read address of the winner's input copy.
 
 Arbitration
 -----------
-Candidates of output ``o`` are the virtual channels ``k = input * C + color`` whose head wants
-``o`` (route bit set, copy not yet sent) and whose color can go (a credit, or accept bit and a
+Candidates of output ``o`` are the virtual channels ``k = input * C + color`` that hold a word
+``o`` has not sent (route bit set) and whose color can go (a credit, or accept bit and a
 free/freeing output register). Round-robin: the lowest candidate above the last grant of ``o``,
-else the lowest candidate. A multicast head leaves on each output of its mask exactly once, in
-whatever cycles those outputs grant it, and is popped when the last copy has gone.
+else the lowest candidate. Each word leaves on each output of its mask exactly once, every
+output in the channel's order at its own pace; its slot is freed the cycle after its last copy.
 
 Configuration address map: :mod:`arch.router_map` (route masks at ``route_addr(color, port)``,
 reset value 0 = no route; ``ADDR_ERROR``, ``ADDR_PARAMS``, ``ADDR_RAMP2`` (the colors of the
@@ -190,16 +192,12 @@ class Router(wiring.Component):
         # registers are computed from them.
         route_v = [vec(f"route_{names[o]}") for o in ports]
         route_next = [vec(f"route_next_{names[o]}") for o in ports]
-        sent_v = [vec(f"sent_{names[o]}") for o in ports]      # copy already sent
-        sent_next = [vec(f"sent_next_{names[o]}") for o in ports]
         for o in ports:
-            m.d.sync += [route_v[o].eq(route_next[o]), sent_v[o].eq(sent_next[o])]
+            m.d.sync += route_v[o].eq(route_next[o])
         routed = vec("routed")
         m.d.comb += routed.eq(_or_all(route_v))
-        sent_any = vec("sent_any")
-        m.d.comb += sent_any.eq(_or_all(sent_v))
         # The RAMP's copy leaves on RAMP2 for the colors of the RAMP2 register: per output, the
-        # channels routed to it (out_route) and the route bit whose sent flag it sets (bit_of).
+        # channels routed to it (out_route) and the route bit, the reader, it sends for (bit_of).
         ramp2_colors = Signal(C, name="ramp2_colors")
         ramp2_next = Signal(C, name="ramp2_next")
         m.d.sync += ramp2_colors.eq(ramp2_next)
@@ -211,18 +209,28 @@ class Router(wiring.Component):
         out_route_next = split(route_next, ramp2_next)
         bit_of = ports + [Port.RAMP]
 
-        # ---- virtual channels: per input port, C channel FIFOs (ChannelBuffers) ------------
-        bufs = [ChannelBuffers(C, D, len(outs)) for _ in ports]
+        # ---- virtual channels: per input port, C channel FIFOs (ChannelBuffers), one reader per
+        # route bit (the RAMP's two outputs share one), one memory copy per output --------------
+        bufs = [ChannelBuffers(C, D, bit_of) for _ in ports]
         for i in ports:
             m.submodules[f"vc_{names[i]}"] = bufs[i]
         kw = bufs[0].color_width
+
+        def by_reader(signal_of, r):
+            """Bit k = i * C + c: ``signal_of(bufs[i])``'s bits of reader ``r``."""
+            return Cat(signal_of(b)[r * C:(r + 1) * C] for b in bufs)
+        pending = [vec(f"pending_{names[r]}") for r in ports]
+        pending_next = [vec(f"pending_next_{names[r]}") for r in ports]
+        for r in ports:
+            m.d.comb += [pending[r].eq(by_reader(lambda b: b.pending, r)),
+                         pending_next[r].eq(by_reader(lambda b: b.next_pending, r))]
         nonempty = vec("nonempty")
-        nonempty_next = vec("nonempty_next")
         full = vec("full")
+        freed = vec("freed")
         m.d.comb += [
             nonempty.eq(Cat(b.nonempty for b in bufs)),
-            nonempty_next.eq(Cat(b.next_nonempty for b in bufs)),
             full.eq(Cat(b.full for b in bufs)),
+            freed.eq(Cat(b.freed for b in bufs)),
         ]
         cw = Shape.cast(range(D + 1)).width
         count = [[b.counts[c * cw:(c + 1) * cw] for c in range(C)] for b in bufs]   # words per channel
@@ -253,8 +261,8 @@ class Router(wiring.Component):
             elig.append(e)
 
         # ---- requests, round-robin grants (one RoundRobinArbiter per output) -----------------
-        # want[o] (routed here, copy not sent, non-empty) is a register in the arbiter, loaded
-        # from the next values of the route table, sent flags and channel flags.
+        # want[o] (routed here, a word this output has not sent) is a register in the arbiter,
+        # loaded from the next values of the route table and of the reader's pending flags.
         want = []
         grants = []
         granting = []     # per output: some grant (from the requests, not from the grant)
@@ -264,7 +272,7 @@ class Router(wiring.Component):
             m.submodules[f"arb_{onames[o]}"] = arb
             w = vec(f"want_{onames[o]}")
             m.d.comb += [
-                arb.next_want.eq(out_route_next[o] & ~sent_next[bit_of[o]] & nonempty_next),
+                arb.next_want.eq(out_route_next[o] & pending_next[bit_of[o]]),
                 arb.elig.eq(color_ok[o]),
                 arb.free.eq(free[o]),
                 w.eq(arb.want),
@@ -276,17 +284,10 @@ class Router(wiring.Component):
             granting.append(arb.any)
             arbs.append(arb)
 
-        any_want = vec("any_want")
-        rest = vec("rest")
-        pop = vec("pop")
-        m.d.comb += [
-            any_want.eq(_or_all(want)),
-            rest.eq(_or_all([arbs[o].denied for o in outs])),
-            pop.eq(any_want & ~rest),
-        ]
         bit_grants = grants[:Port.RAMP] + [grants[Port.RAMP] | grants[RAMP2]]
-        for o in ports:
-            m.d.comb += sent_next[o].eq((sent_v[o] | bit_grants[o]) & ~pop)
+        for i in ports:
+            m.d.comb += [bufs[i].routed.eq(Cat(route_v[r][i * C:(i + 1) * C] for r in ports)),
+                         bufs[i].take.eq(Cat(bit_grants[r][i * C:(i + 1) * C] for r in ports))]
 
         # ---- crossbar: each input's copy for this output reads the channel the arbiter picks
         # in that input (a read address: needs only that input's requests), then a one-hot
@@ -299,7 +300,7 @@ class Router(wiring.Component):
             for i in ports:
                 m.d.comb += [
                     local_color[i].eq(onehot_index(arb.local[i * C:(i + 1) * C], range(C), kw)),
-                    bufs[i].read_color.word_select(o, kw).eq(local_color[i]),
+                    bufs[i].read_select.word_select(o, C).eq(arb.local[i * C:(i + 1) * C]),
                 ]
             words = [b.read_data.word_select(o, DATA_CTRL) for b in bufs]
             out = self.port_out(o)
@@ -346,7 +347,7 @@ class Router(wiring.Component):
             in_range = (color_in < C) if C < MAX_COLORS else Const(1)
             if i in self._links:
                 take = inp.valid
-                m.d.comb += inp.credit.eq(pop[i * C:(i + 1) * C])
+                m.d.comb += inp.credit.eq(freed[i * C:(i + 1) * C])
             else:
                 m.d.comb += inp.ready.eq(~in_range | ~full[i * C:(i + 1) * C].bit_select(color_in, 1))
                 take = inp.valid & inp.ready
@@ -358,7 +359,6 @@ class Router(wiring.Component):
                 bufs[i].w_en.eq(take & in_range),
                 bufs[i].w_color.eq(color_in),
                 bufs[i].w_data.eq(Cat(inp.payload.data, inp.payload.ctrl)),
-                bufs[i].pop.eq(pop[i * C:(i + 1) * C]),
             ]
 
         # ---- configuration bus --------------------------------------------------------------
@@ -377,7 +377,7 @@ class Router(wiring.Component):
             is_error.eq(bus.addr == ADDR_ERROR),
             sel.eq(a_port * C + a_color),
             sel_v.eq(Cat((a_port == k // C) & (a_color == k % C) for k in range(N))),
-            busy_v.eq((nonempty & routed) | sent_any),
+            busy_v.eq(nonempty & routed),
             busy.eq((busy_v & sel_v).any()),
             route_we.eq(sel_v & ~busy_v & (bus.we & is_route & (bus.wdata[ROUTE_MASK_BITS:] == 0)
                                            ).replicate(N)),
@@ -425,21 +425,21 @@ class Router(wiring.Component):
                 with m.If(bus.addr == ADDR_OUT_BLOCKED + o):
                     m.d.sync += bus.rdata.eq(~elig[o])
         if active(platform):
-            self._formal(m, platform, route_v=route_v, sent_v=sent_v, nonempty=nonempty, full=full,
-                         count=count, want=want, elig=elig, grants=grants, granting=granting, pop=pop,
-                         credit=credit, has_credit=has_credit, out_route=out_route,
-                         bit_grants=bit_grants, bit_of=bit_of)
+            self._formal(m, platform, nonempty=nonempty, full=full, count=count, want=want, elig=elig,
+                         grants=grants, granting=granting, pending=pending, credit=credit,
+                         has_credit=has_credit, out_route=out_route, bit_of=bit_of, route_v=route_v,
+                         bit_grants=bit_grants)
         return m
 
     # ---- formal properties (docs/verification.md#formal) ------------------------------------
-    def _formal(self, m, platform, *, route_v, sent_v, nonempty, full, count, want, elig, grants,
-                granting, pop, credit, has_credit, out_route, bit_grants, bit_of):
+    def _formal(self, m, platform, *, nonempty, full, count, want, elig, grants, granting, pending,
+                credit, has_credit, out_route, bit_of, route_v, bit_grants):
         """Stream rules at boundary ports; credits within ``0..vc_depth`` on both sides of a link;
         channels within their depth; the registered flags and requests equal what they stand for
         (``nonempty``, ``full``, credit ``!= 0``, ``want``, ``any``); an output grants only a
-        requesting channel, at most one; a multicast head leaves once per routed output and is
-        popped exactly once, after its last copy. At the top, a link's neighbour is assumed to
-        keep the credit protocol."""
+        requesting channel, at most one (the channel buffers state that every word leaves once
+        per routed output and is freed after its last copy). At the top, a link's neighbour is
+        assumed to keep the credit protocol."""
         f = Properties(m, platform, self)
         C, D = self._cfg.num_colors, self._cfg.vc_depth
         cw = len(count[0][0])
@@ -487,25 +487,14 @@ class Router(wiring.Component):
             f.check(f"{n}_grant_one_hot", (g & (g - 1)[:N]) == 0)
             f.check(f"{n}_grant_routed_here", (g & ~out_route[o]) == 0)
             f.check(f"{n}_granting", granting[o] == (g != 0))
-            f.check(f"{n}_want_registered", want[o] == (out_route[o] & ~sent_v[bit_of[o]] & nonempty))
-        for o in ports:
-            n = names[o]
-            f.check(f"{n}_copy_sent_once", (bit_grants[o] & sent_v[o]) == 0)
-            f.check(f"{n}_sent_only_routed_heads", (sent_v[o] & ~(route_v[o] & nonempty)) == 0)
-        done = Const(-1, N)
-        for o in ports:
-            done = done & (~route_v[o] | sent_v[o] | bit_grants[o])
-        f.check("pop_only_nonempty", (pop & ~nonempty) == 0)
-        f.check("pop_after_last_copy", (pop & ~done) == 0)
-        f.check("pop_every_finished_head", (nonempty & done & (route_v[0] | route_v[1] | route_v[2] |
-                                                                route_v[3] | route_v[4]) & ~pop) == 0)
-        multi = 0
+            f.check(f"{n}_want_registered", want[o] == (out_route[o] & pending[bit_of[o]]))
+        f.cover("ramp2_used", grants[RAMP2] != 0)
+        apart = 0
         for o in ports:
             for q in ports:
                 if q != o:
-                    multi = multi | (pop & sent_v[o] & bit_grants[q])
-        f.cover("ramp2_used", grants[RAMP2] != 0)
-        f.cover("multicast_copies_in_different_cycles", multi != 0)
+                    apart = apart | (bit_grants[o] & route_v[q] & ~bit_grants[q])
+        f.cover("multicast_copies_in_different_cycles", apart != 0)
 
 
 def _or_all(values):

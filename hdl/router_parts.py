@@ -1,13 +1,15 @@
-"""The parts of the color router (docs/router.md#structure): per-input channel buffers with one
-memory copy per output, round-robin arbiters with registered requests, and the AND-OR helpers.
+"""The parts of the color router (docs/router.md#structure): per-input channel buffers read by
+each output at its own pace from its own memory copy, round-robin arbiters with registered
+requests, and the AND-OR helpers.
 :class:`hdl.router.Router` joins them and holds the route table, the credits and the
 configuration registers.
 
 Timing rules the parts keep (the router closes a hop in one cycle): nothing between the state
 flip-flops and a grant is an adder, a comparison or a carry chain (the flags a request needs,
-``nonempty``, ``full``, the requests themselves, are flip-flops; the arbiters are OR trees); an
+``pending``, ``full``, the requests themselves, are flip-flops; the arbiters are OR trees); an
 output selects a channel of an input by that input's memory copy's read address, which needs only
-that input's requests, so no wide multiplexer waits for the grant.
+that input's requests, so no wide multiplexer waits for the grant; an output's next requests
+follow its own grants only (the AND over the readers that frees a slot ends in a flip-flop).
 """
 
 from amaranth import Cat, Const, Module, Mux, Shape, Signal
@@ -26,36 +28,52 @@ DATA_CTRL = DATA_BITS + 1     # a channel word: data and ctrl (the color is the 
 
 
 class ChannelBuffers(wiring.Component):
-    """The virtual channels of one input port: ``colors`` FIFOs of ``depth`` words, read by
-    ``readers`` (the router's outputs) independently.
+    """The virtual channels of one input port: ``colors`` FIFOs of ``depth`` words, each word read
+    once by every *reader* the channel is routed to, each reader at its own pace.
 
-    The words live in one memory per reader (``colors * depth`` words, channel ``c``'s slots at
+    The words live in one memory per *copy* (``colors * depth`` words, channel ``c``'s slots at
     ``c * depth``), each with one write port (every word is written into every copy) and one
-    asynchronous read port: reader ``j`` reads the head of channel ``read_color[j]``. So a reader
-    selects a channel by a read address instead of a wide multiplexer after the memories (on an
-    FPGA with LUT memories, such as the ECP5, the address decoding is the memory's own).
+    asynchronous read port; copy ``j`` belongs to reader ``copy_reader[j]`` (two copies may share a
+    reader: the RAMP's two channels) and reads the next word that reader has not sent of channel
+    ``read_select[j]``. So a reader selects a channel by a read address instead of a wide
+    multiplexer after the memories, and an output reads on while another copy of a multicast
+    waits. A word's slot is freed (``freed``) in the cycle after the last of its routed readers
+    has sent it.
 
     Ports: ``w_en``, ``w_color``, ``w_data`` write a word into channel ``w_color`` (``w_color <
-    colors`` when ``w_en``); ``pop[c]`` drops the head of channel ``c`` (any set of channels in one
-    cycle; only a non-empty one); ``read_color`` (``readers * color_width`` bits) and
-    ``read_data`` (``readers * DATA_CTRL`` bits) the readers' channels and their head words, in
-    the same cycle (combinational); ``nonempty``, ``full`` one bit per channel, flip-flops (bits of
-    the channel's one-hot word count: no adder or comparison on the way to a request); ``next_nonempty``
-    the value ``nonempty`` takes at the clock edge (the router's registered requests are loaded
-    from it); ``counts`` the words per channel (``count_width`` bits each, for the router's formal
-    properties). A write and a pop of one channel in one cycle keep its count. Latency: a word
-    written in cycle ``t`` is a head (readable) from ``t + 1``.
+    colors`` when ``w_en``); ``routed`` (``readers * colors`` bits, reader-major) the channels each
+    reader is routed from (constant while a channel holds words under a route: the router's
+    ``BUSY_REWRITE`` rule); ``take`` (same layout) reader ``r`` sends its next word of channel
+    ``c`` (only where ``pending``); ``read_select`` (``len(copy_reader) * colors`` bits, one-hot or
+    zero per copy) and ``read_data`` (``len(copy_reader) * DATA_CTRL`` bits) the copies' channels
+    and their readers' next words, in the same cycle (combinational); ``pending`` (reader-major) reader ``r`` has a
+    word of channel ``c`` not yet sent, a flip-flop, and ``next_pending`` the value it takes at
+    the clock edge (the router's registered requests are loaded from it); ``nonempty``, ``full``
+    one bit per channel (it holds a word / ``depth`` words), flip-flops (bits of the channel's
+    one-hot word count); ``freed`` one bit per channel, a flip-flop: the head slot leaves this
+    cycle (the credit a link sends back); ``counts`` the words per channel (``count_width`` bits
+    each, for the router's formal properties). Latency: a word written in cycle ``t`` can be
+    taken from ``t + 1``; a word whose last reader takes it in ``t`` is freed in ``t + 1`` (its
+    slot can be written again from ``t + 2``). A reader a channel is not routed to keeps count
+    of its words too (they are pending for it), so a route written while the channel holds
+    words that came with none sends them all.
     """
 
-    def __init__(self, colors, depth, readers):
-        self._colors, self._depth, self._readers = colors, depth, readers
+    def __init__(self, colors, depth, copy_reader):
+        self._colors, self._depth = colors, depth
+        self._copy_reader = tuple(copy_reader)
+        self._readers = max(self._copy_reader) + 1
         self.count_width = Shape.cast(range(depth + 1)).width
         self.color_width = max(1, (colors - 1).bit_length())
+        R, C = self._readers, colors
         super().__init__({
-            "w_en": In(1), "w_color": In(COLOR_BITS), "w_data": In(DATA_CTRL), "pop": In(colors),
-            "read_color": In(readers * self.color_width), "read_data": Out(readers * DATA_CTRL),
-            "nonempty": Out(colors), "full": Out(colors), "next_nonempty": Out(colors),
-            "counts": Out(colors * self.count_width),
+            "w_en": In(1), "w_color": In(COLOR_BITS), "w_data": In(DATA_CTRL),
+            "routed": In(R * C), "take": In(R * C),
+            "read_select": In(len(self._copy_reader) * colors),
+            "read_data": Out(len(self._copy_reader) * DATA_CTRL),
+            "pending": Out(R * C), "next_pending": Out(R * C),
+            "nonempty": Out(C), "full": Out(C), "freed": Out(C),
+            "counts": Out(C * self.count_width),
         })
 
     def elaborate(self, platform):
@@ -64,45 +82,89 @@ class ChannelBuffers(wiring.Component):
         cw, kw = self.count_width, self.color_width
         pw = max(1, (D - 1).bit_length())
         counts = Signal(C * cw, name="counts")
-        rd = Signal(C * pw, name="rd")
         wr = Signal(C * pw, name="wr")
+        rd = [Signal(C * pw, name=f"rd{r}") for r in range(R)]
         write = Signal(C, name="write")
         w_addr = Signal(pw + kw, name="w_addr")
         m.d.comb += [
             write.eq(Cat(self.w_en & (self.w_color == c) for c in range(C))),
             w_addr.eq(Cat(wr.word_select(self.w_color[:kw], pw), self.w_color[:kw])),
         ]
-        for j in range(R):
+        for j, r in enumerate(self._copy_reader):
             mem = Memory(shape=DATA_CTRL, depth=C * D, init=[])
             m.submodules[f"copy{j}"] = mem
             wp = mem.write_port()
             rp = mem.read_port(domain="comb")
-            color = self.read_color.word_select(j, kw)
+            # The address as an AND-OR of the one-hot choice with the channels' addresses (no
+            # encoder, then multiplexer, between the choice and the memory).
+            select = self.read_select.word_select(j, C)
+            heads = [Cat(rd[r][c * pw:(c + 1) * pw], Const(c, kw)) for c in range(C)]
             m.d.comb += [
                 wp.en.eq(self.w_en), wp.addr.eq(w_addr), wp.data.eq(self.w_data),
-                rp.addr.eq(Cat(rd.word_select(color, pw), color)),
+                rp.addr.eq(and_or(select, heads, pw + kw)),
                 self.read_data.word_select(j, DATA_CTRL).eq(rp.data),
             ]
+        freed = self.freed
         for c in range(C):
-            r, w = rd[c * pw:(c + 1) * pw], wr[c * pw:(c + 1) * pw]
-            pop = self.pop[c]
-            with m.If(pop):
-                m.d.sync += r.eq(r + 1)
+            w = wr[c * pw:(c + 1) * pw]
             with m.If(write[c]):
                 m.d.sync += w.eq(w + 1)
             # The count, one-hot (bit n set when the channel holds n words): the flags are its
             # bits, and it moves by a shift, without an adder.
             occ = Signal(D + 1, name=f"occupancy{c}", init=1)
-            up, down = write[c] & ~pop, pop & ~write[c]
+            up, down = write[c] & ~freed[c], freed[c] & ~write[c]
             m.d.sync += occ.eq(Mux(up, occ << 1, Mux(down, occ >> 1, occ)))
             m.d.comb += [
                 self.nonempty[c].eq(~occ[0]),
                 self.full[c].eq(occ[D]),
-                self.next_nonempty[c].eq(write[c] | (~occ[0] & ~(pop & occ[1]))),
                 counts[c * cw:(c + 1) * cw].eq(onehot_index(occ, range(D + 1), cw)),
             ]
+            # Per reader: words not yet sent (pending) and words sent but not yet freed (ahead).
+            done, lefts, aheads = [], [], []
+            for r in range(R):
+                k = r * C + c
+                routed, take = self.routed[k], self.take[k]
+                left = Signal(cw, name=f"left{r}_{c}")       # words reader r has not sent
+                ahead = Signal(cw, name=f"ahead{r}_{c}")     # ... sent, not yet freed
+                drop = freed[c] & ~routed                    # an unrouted reader's word leaves
+                p = rd[r][c * pw:(c + 1) * pw]
+                with m.If(take | drop):
+                    m.d.sync += p.eq(p + 1)
+                m.d.sync += [left.eq(left + write[c] - take - drop), ahead.eq(ahead + take - (freed[c] & routed))]
+                m.d.comb += self.next_pending[k].eq(
+                    write[c] | (left[1:] != 0) | (left[0] & ~take & ~drop))
+                m.d.sync += self.pending[k].eq(self.next_pending[k])
+                # Reader r has sent the next head after this edge (or is not routed).
+                done.append(~routed | take | (ahead[1:] != 0) | (ahead[0] & ~freed[c]))
+                lefts.append(left)
+                aheads.append(ahead)
+            any_routed = Cat(self.routed[r * C + c] for r in range(R)).any()
+            m.d.sync += freed[c].eq(any_routed & Cat(done).all())
+            if active(platform):
+                self._formal(m, platform, c, counts[c * cw:(c + 1) * cw], any_routed, lefts, aheads)
         m.d.comb += self.counts.eq(counts)
         return m
+
+    def _formal(self, m, platform, c, count, any_routed, lefts, aheads):
+        """Channel ``c``: every word is sent once by each reader routed to it and freed in the
+        cycle after its last copy; an unrouted reader has sent nothing. Rules: a reader takes only
+        a pending word; a channel's routes change only while it holds no word under a route."""
+        f = Properties(m, platform, self)
+        C, R = self._colors, self._readers
+        routed = [self.routed[r * C + c] for r in range(R)]
+        holding = self.nonempty[c] & any_routed
+        all_sent = any_routed
+        for r in range(R):
+            k = r * C + c
+            f.rule(f"take_pending{r}_{c}", ~self.take[k] | self.pending[k])
+            f.rule(f"route_steady{r}_{c}",
+                   (routed[r] == f.past(routed[r], f"routed{r}_{c}")) | ~f.past(holding, f"holding{r}_{c}"))
+            f.check(f"reader_words{r}_{c}", Mux(routed[r], lefts[r] + aheads[r] == count,
+                                                 (lefts[r] == count) & (aheads[r] == 0)))
+            f.check(f"pending_flag{r}_{c}", self.pending[k] == (lefts[r] != 0))
+            all_sent = all_sent & (~routed[r] | (aheads[r] != 0))
+        f.check(f"freed_after_last_copy{c}", ~self.freed[c] | all_sent)
+        f.check(f"freed_next_cycle{c}", ~f.past(all_sent & ~self.freed[c], f"unfreed{c}") | self.freed[c])
 
 
 class RoundRobinArbiter(wiring.Component):

@@ -8,13 +8,15 @@ written from the contract in hdl/router.py (not from the RTL):
 * state changes only at clock edges; everything a router decides in cycle ``t`` depends on its
   state at the start of ``t`` and on ``ready``/``accept``/input ``valid`` in ``t``;
 * virtual channel ``(input i, color c)`` (candidate index ``k = i * C + c``) requests output
-  ``o`` while it holds a wavelet, its route mask has bit ``o`` and that copy is not sent yet, and
-  output ``o`` can take color ``c`` (a credit; or the accept bit and an output register that is
-  empty or being read in ``t``); round-robin per output: the lowest request above the last grant,
-  else the lowest; the head is popped when its last copy is granted;
+  ``o`` while its route mask has bit ``o`` and it holds a wavelet that output has not sent yet
+  (each output reads the channel's words in order, at its own pace), and output ``o`` can take
+  color ``c`` (a credit; or the accept bit and an output register that is empty or being read in
+  ``t``); round-robin per output: the lowest request above the last grant, else the lowest;
+* the head leaves its channel (its slot is freed) in the cycle after the one its last copy is
+  granted in, at the end of that cycle;
 * a boundary input is ready when the offered color's channel is not full at the start of ``t``;
-* a link grant in ``t`` writes the downstream channel at the end of ``t`` and the pop's credit
-  returns at the end of the cycle it happens in; a boundary output register loaded in ``t`` is
+* a link grant in ``t`` writes the downstream channel at the end of ``t``; a freed slot's credit
+  returns at the end of the cycle it is freed in; a boundary output register loaded in ``t`` is
   offered from ``t + 1``.
 
 * a wavelet routed to RAMP whose color is set in the router's RAMP2 mask leaves on the RAMP's
@@ -32,11 +34,15 @@ from arch.router_map import ROUTE_MASK_BITS, ErrorCode
 from arch.wavelet import MAX_COLORS
 
 __all__ = ["FabricModel", "boundary_ports", "neighbour", "walk", "xy_path", "xy_routes",
-           "ZERO_LOAD_OVERHEAD", "zero_load_latency", "Deadlock"]
+           "ZERO_LOAD_OVERHEAD", "CREDIT_LOOP", "zero_load_latency", "Deadlock"]
 
 # Cycles from a boundary input transfer to the first cycle the wavelet is offered on a boundary
 # output, beyond one cycle per router-to-router link (injection write + output register).
 ZERO_LOAD_OVERHEAD = 2
+# Cycles from a channel slot's write to the next write it can take when its word leaves at once
+# (written in t, sent in t + 1, freed in t + 2, written again in t + 3; over a link the credit
+# makes the same loop): a channel of ``vc_depth`` words moves ``min(vc_depth, 3)`` per 3 cycles.
+CREDIT_LOOP = 3
 
 
 class Deadlock(RuntimeError):
@@ -138,13 +144,14 @@ def xy_routes(rows, cols, num_colors, flows):
 
 
 class _Router:
-    __slots__ = ("r", "q", "vc", "sent", "rr", "credit", "outreg", "links", "busy", "edge_outputs")
+    __slots__ = ("r", "q", "vc", "ahead", "freeing", "rr", "credit", "outreg", "links", "edge_outputs")
 
     def __init__(self, r, q, links, colors, depth):
         self.r, self.q = r, q
         self.links = links                          # {out port: (r2, q2, in port)}
         self.vc = {}                                # (i, c) -> deque of (data, ctrl)
-        self.sent = {}                              # (i, c) -> mask of copies sent
+        self.ahead = {}                             # (i, c) -> per route bit: words sent, not freed
+        self.freeing = set()                        # (i, c) whose head leaves at the end of this cycle
         self.rr = [-1] * NUM_OUTPUTS
         self.credit = {o: [depth] * colors for o in links}
         self.outreg = [None] * NUM_OUTPUTS          # boundary outputs: (data, color, ctrl)
@@ -193,8 +200,7 @@ class FabricModel:
         if not (0 <= color < self.colors and 0 <= port < NUM_PORTS):
             code = ErrorCode.BAD_ADDR
             color, port = 0, 0
-        elif ((rt.vc.get((port, color)) and self.routes[(r, q)][color][port])
-              or rt.sent.get((port, color), 0)):
+        elif rt.vc.get((port, color)) and self.routes[(r, q)][color][port]:
             code = ErrorCode.BUSY_REWRITE
         elif mask >> ROUTE_MASK_BITS:
             code = ErrorCode.BAD_ROUTE
@@ -297,19 +303,17 @@ class FabricModel:
                                 in_take.append((p, (data, color, ctrl)))
                 # Requests.
                 reqs = [[] for _ in range(NUM_OUTPUTS)]
-                wants = {}
                 tab = routes[key]
                 split = self.ramp2[key]
                 for (i, c), d in rt.vc.items():
-                    if not d:
-                        continue
                     mask = tab[c][i]
                     if not mask:
                         continue
-                    want = mask & ~rt.sent.get((i, c), 0)
-                    wants[(i, c)] = want
+                    ahead = rt.ahead.setdefault((i, c), [0] * NUM_PORTS)
                     k = i * C + c
-                    for o in _SET_BITS[want]:
+                    for o in _SET_BITS[mask]:
+                        if ahead[o] >= len(d):
+                            continue
                         if o == Port.RAMP and split >> c & 1:
                             o = RAMP2
                         if o in rt.links:
@@ -328,8 +332,9 @@ class FabricModel:
                         k = min(above) if above else min(req)
                         rt.rr[o] = k
                         i, c = divmod(k, C)
-                        granted[(i, c)] = granted.get((i, c), 0) | (1 << (Port.RAMP if o == RAMP2 else o))
-                        data, ctrl = rt.vc[(i, c)][0]
+                        bit = Port.RAMP if o == RAMP2 else o
+                        granted.setdefault((i, c), []).append(bit)
+                        data, ctrl = rt.vc[(i, c)][rt.ahead[(i, c)][bit]]
                         if o in rt.links:
                             rt.credit[o][c] -= 1
                             link_writes.append((rt.links[o], (data, c, ctrl)))
@@ -338,20 +343,30 @@ class FabricModel:
                         progress = True
                     elif o in free and rt.outreg[o] is not None and free[o][0]:
                         rt.outreg[o] = None
-                # Pops.
-                for ic, g in granted.items():
-                    want = wants[ic]
-                    if want & ~g == 0:
-                        rt.vc[ic].popleft()
-                        if not rt.vc[ic]:
-                            del rt.vc[ic]
-                        rt.sent.pop(ic, None)
-                        i, c = ic
-                        if i in rt.links:
-                            r2, q2, p2 = rt.links[i]
-                            credit_back.append(((r2, q2), p2, c))
-                    else:
-                        rt.sent[ic] = rt.sent.get(ic, 0) | g
+                # End of cycle: the freed heads leave, the granted readers move on, and a head
+                # every routed reader has now sent is freed in the next cycle.
+                for ic in rt.freeing:
+                    rt.vc[ic].popleft()
+                    mask, ahead = tab[ic[1]][ic[0]], rt.ahead[ic]
+                    for o in _SET_BITS[mask]:
+                        ahead[o] -= 1
+                    i, c = ic
+                    if i in rt.links:
+                        r2, q2, p2 = rt.links[i]
+                        credit_back.append(((r2, q2), p2, c))
+                for ic, bits in granted.items():
+                    for bit in bits:
+                        rt.ahead[ic][bit] += 1
+                rt.freeing = set()
+                for ic, d in list(rt.vc.items()):
+                    if not d:
+                        del rt.vc[ic]
+                        rt.ahead.pop(ic, None)
+                        continue
+                    mask = tab[ic[1]][ic[0]]
+                    ahead = rt.ahead.get(ic)
+                    if mask and ahead and all(ahead[o] for o in _SET_BITS[mask]):
+                        rt.freeing.add(ic)
                 # Boundary inputs accepted in t.
                 for p, word in in_take:
                     accepted[p].append(t)

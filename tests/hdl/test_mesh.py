@@ -12,7 +12,7 @@ from hdl.mesh import Mesh
 from models.fabric import FabricModel, walk, xy_routes, zero_load_latency
 from sim.benches.mesh import Scenario, Traffic, random_flows, random_timing, random_traffic
 
-CFG = Config(num_colors=4, vc_depth=2)     # the 4x4 mesh under test: 4 colors, 2-deep VCs
+CFG = Config(num_colors=4, vc_depth=4)     # the 4x4 mesh under test: 4 colors, 4-deep VCs
 TOP = "mesh4x4"
 
 
@@ -201,7 +201,7 @@ def test_deadlock_watchdog_dumps_what_is_stuck(tmp_path):
             dumped.add((int(f[1]), int(f[2]), f[5]))
             assert f[7] == "1000", line
     assert dumped == stuck and len(stuck) == 3
-    assert any("sent 6 of 20" in line for line in log.dump), log.dump
+    assert any(f"sent {3 * CFG.vc_depth} of 20" in line for line in log.dump), log.dump
 
 
 def test_mesh_config_errors():

@@ -8,6 +8,7 @@ import pytest
 from arch.ports import RAMP2, Port
 from arch.router_map import ErrorCode
 from models.fabric import (
+    CREDIT_LOOP,
     Deadlock,
     FabricModel,
     boundary_ports,
@@ -18,7 +19,7 @@ from models.fabric import (
 )
 
 
-def _single(rows, cols, colors, flows, depth=2):
+def _single(rows, cols, colors, flows, depth=4):
     routes = xy_routes(rows, cols, colors, flows)
     return FabricModel(rows, cols, colors, depth, routes), routes
 
@@ -39,21 +40,25 @@ def test_zero_load_latency_is_hops_plus_two(dst):
     assert dl == [(acc[src][0] + zero_load_latency(hops), dst, (7, 1, 0))]
 
 
-def test_one_wavelet_per_cycle_with_depth_two():
+@pytest.mark.parametrize("depth", [3, 4])
+def test_one_wavelet_per_cycle_from_depth_three(depth):
     src, dst = (1, 0, Port.W), (1, 3, Port.E)
-    model, _ = _single(2, 4, 1, [(0, src, [dst])])
+    model, _ = _single(2, 4, 1, [(0, src, [dst])], depth=depth)
     acc, dl = model.run({src: [(i, 0, 0) for i in range(100)]})
     assert acc[src] == list(range(100))
     assert [t for t, _, _ in dl] == [t + zero_load_latency(3) for t in range(100)]
 
 
-def test_depth_one_halves_throughput():
-    """The credit loop is two cycles: a 1-deep channel sustains one wavelet every 2 cycles."""
+@pytest.mark.parametrize("depth", [1, 2])
+def test_shallow_channels_move_depth_words_per_credit_loop(depth):
+    """The credit loop is three cycles (written, sent, freed): a ``depth``-deep channel moves
+    ``depth`` wavelets per 3 cycles, through links and boundary inputs alike."""
     src, dst = (0, 0, Port.W), (0, 1, Port.E)
-    model, _ = _single(1, 2, 1, [(0, src, [dst])], depth=1)
-    _, dl = model.run({src: [(i, 0, 0) for i in range(50)]})
-    ts = [t for t, _, _ in dl]
-    assert all(b - a == 2 for a, b in zip(ts, ts[1:]))
+    model, _ = _single(1, 2, 1, [(0, src, [dst])], depth=depth)
+    acc, dl = model.run({src: [(i, 0, 0) for i in range(48)]})
+    assert CREDIT_LOOP == 3
+    assert acc[src] == [3 * (i // depth) + i % depth for i in range(48)]
+    assert [t for t, _, _ in dl] == [t + zero_load_latency(1) for t in acc[src]]
 
 
 def test_multicast_each_copy_once_with_independent_stalls():
@@ -91,9 +96,9 @@ def test_stalled_color_does_not_slow_another():
     assert all(w[1] == 1 for _, _, w in dl) and len(dl) == 100
     # Color 0 may use the shared link only while it holds credits (vc_depth of them): after
     # that color 1 has every cycle.
-    assert ts[-1] - ts[0] <= 99 + 2
+    assert ts[-1] - ts[0] <= 99 + 4
     assert ts[10:] == list(range(ts[10], ts[10] + 90))
-    assert len(acc[(0, 0, Port.RAMP)]) == 2 * 2     # two routers x vc_depth
+    assert len(acc[(0, 0, Port.RAMP)]) == 2 * 4     # two routers x vc_depth
     with pytest.raises(Deadlock, match="occupancy"):
         model.run({}, accept={dst: 0b10}, stall_limit=10)
 
@@ -141,8 +146,8 @@ def test_second_ramp_channel_takes_its_colors_in_parallel():
     west, north = (0, 0, Port.W), (0, 0, Port.N)
     flows = [(0, west, [(0, 0, Port.RAMP)]), (1, north, [(0, 0, Port.RAMP), (0, 0, Port.E)])]
     routes = xy_routes(1, 1, 2, flows)
-    one = FabricModel(1, 1, 2, 2, routes)
-    two = FabricModel(1, 1, 2, 2, routes, ramp2={(0, 0): 0b10})
+    one = FabricModel(1, 1, 2, 4, routes)
+    two = FabricModel(1, 1, 2, 4, routes, ramp2={(0, 0): 0b10})
     n = 40
     inputs = {west: [(i, 0, 0) for i in range(n)], north: [(i, 1, 0) for i in range(n)]}
     _, dl1 = one.run(inputs)
