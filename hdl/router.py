@@ -100,7 +100,7 @@ from .config import refuse
 from .config_bus import ConfigBus
 from .formal import Properties, active
 from .layouts import cat_fields
-from .router_parts import DATA_CTRL, ChannelBuffers, RoundRobinArbiter, and_or, onehot_index
+from .router_parts import DATA_CTRL, ChannelBuffers, RoundRobinArbiter, and_or, onehot_index, or_all
 from .wavelet import Wavelet
 
 __all__ = ["Router", "CreditLink"]
@@ -195,7 +195,7 @@ class Router(wiring.Component):
         for o in ports:
             m.d.sync += route_v[o].eq(route_next[o])
         routed = vec("routed")
-        m.d.comb += routed.eq(_or_all(route_v))
+        m.d.comb += routed.eq(or_all(route_v))
         # The RAMP's copy leaves on RAMP2 for the colors of the RAMP2 register: per output, the
         # channels routed to it (out_route) and the route bit, the reader, it sends for (bit_of).
         ramp2_colors = Signal(C, name="ramp2_colors")
@@ -313,7 +313,7 @@ class Router(wiring.Component):
                     out.payload.color.eq(color),
                 ]
                 used = vec(f"used_{names[o]}", C)
-                m.d.comb += used.eq(_or_all([grants[o][i * C:(i + 1) * C] for i in ports]))
+                m.d.comb += used.eq(or_all([grants[o][i * C:(i + 1) * C] for i in ports]))
                 for c in range(C):
                     back, n = out.credit[c], credit[o][c]
                     with m.If(back != used[c]):
@@ -495,11 +495,3 @@ class Router(wiring.Component):
                 if q != o:
                     apart = apart | (bit_grants[o] & route_v[q] & ~bit_grants[q])
         f.cover("multicast_copies_in_different_cycles", apart != 0)
-
-
-def _or_all(values):
-    values = list(values)
-    acc = values[0]
-    for v in values[1:]:
-        acc = acc | v
-    return acc

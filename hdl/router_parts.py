@@ -12,7 +12,7 @@ that input's requests, so no wide multiplexer waits for the grant; an output's n
 follow its own grants only (the AND over the readers that frees a slot ends in a flip-flop).
 """
 
-from amaranth import Cat, Const, Module, Mux, Shape, Signal
+from amaranth import Cat, Const, Module, Mux, Shape, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -21,7 +21,7 @@ from arch.wavelet import COLOR_BITS, DATA_BITS
 
 from .formal import Properties, active
 
-__all__ = ["DATA_CTRL", "ChannelBuffers", "RoundRobinArbiter", "and_or", "onehot_index", "or_tree",
+__all__ = ["DATA_CTRL", "ChannelBuffers", "RoundRobinArbiter", "and_all", "and_or", "onehot_index", "or_all", "or_tree",
            "prefix_or"]
 
 DATA_CTRL = DATA_BITS + 1     # a channel word: data and ctrl (the color is the channel's)
@@ -50,7 +50,7 @@ class ChannelBuffers(wiring.Component):
     word of channel ``c`` not yet sent, a flip-flop, and ``next_pending`` the value it takes at
     the clock edge (the router's registered requests are loaded from it); ``nonempty``, ``full``
     one bit per channel (it holds a word / ``depth`` words), flip-flops (bits of the channel's
-    one-hot word count); ``freed`` one bit per channel, a flip-flop: the head slot leaves this
+    thermometer word count); ``freed`` one bit per channel, a flip-flop: the head slot leaves this
     cycle (the credit a link sends back); ``counts`` the words per channel (``count_width`` bits
     each, for the router's formal properties). Latency: a word written in cycle ``t`` can be
     taken from ``t + 1``; a word whose last reader takes it in ``t`` is freed in ``t + 1`` (its
@@ -77,19 +77,69 @@ class ChannelBuffers(wiring.Component):
         })
 
     def elaborate(self, platform):
+        # Written per state bit over all channels at once (C-bit vectors): few, wide nets, which is
+        # what keeps event-driven simulation fast. Counts are thermometer codes (bit vector n:
+        # the channels whose count is above n), pointers one-hot rings: no adder anywhere.
         m = Module()
         C, D, R = self._colors, self._depth, self._readers
-        cw, kw = self.count_width, self.color_width
+        kw = self.color_width
         pw = max(1, (D - 1).bit_length())
-        counts = Signal(C * cw, name="counts")
-        wr = Signal(C * pw, name="wr")
-        rd = [Signal(C * pw, name=f"rd{r}") for r in range(R)]
+        freed = self.freed
+        ones = Const((1 << C) - 1, C)
+        w_channel = Signal(C, name="w_channel")          # one-hot w_color (not gated by w_en)
         write = Signal(C, name="write")
-        w_addr = Signal(pw + kw, name="w_addr")
-        m.d.comb += [
-            write.eq(Cat(self.w_en & (self.w_color == c) for c in range(C))),
-            w_addr.eq(Cat(wr.word_select(self.w_color[:kw], pw), self.w_color[:kw])),
-        ]
+        m.d.comb += [w_channel.eq(Cat(self.w_color == c for c in range(C))),
+                     write.eq(w_channel & self.w_en.replicate(C))]
+
+        def vec(name, init=0):
+            return Signal(C, name=name, init=init)
+
+        def thermometer(name, up, down):
+            """Counts moved by ``up`` and ``down`` (C-bit vectors): their levels and next levels."""
+            levels = [vec(f"{name}_gt{n}") for n in range(D)]
+            nxt = [vec(f"{name}_gt{n}_next") for n in range(D)]
+            hold = ~(up | down)
+            for n in range(D):
+                below = levels[n - 1] if n else ones
+                above = levels[n + 1] if n + 1 < D else Const(0, C)
+                m.d.comb += nxt[n].eq((up & below) | (down & above) | (hold & levels[n]))
+                m.d.sync += levels[n].eq(nxt[n])
+            return levels, nxt
+
+        def ring(name, advance):
+            """Per channel a one-hot position ``0..D-1`` moved on by ``advance``: its binary bits."""
+            slots = [vec(f"{name}_at{j}", init=ones.value if j == 0 else 0) for j in range(D)]
+            for j in range(D):
+                m.d.sync += slots[j].eq((advance & slots[j - 1]) | (~advance & slots[j]))
+            return [or_all([slots[j] for j in range(D) if j >> b & 1] or [Const(0, C)]) for b in range(pw)]
+
+        occupancy, _ = thermometer("occupancy", write & ~freed, freed & ~write)
+        m.d.comb += [self.nonempty.eq(occupancy[0]), self.full.eq(occupancy[D - 1])]
+        cw = self.count_width
+        m.d.comb += self.counts.eq(Cat(Value.cast(sum(level[c] for level in occupancy))[:cw] for c in range(C)))
+        wr = ring("wr", write)
+        w_addr = Cat(*[(w_channel & bit).any() for bit in wr], self.w_color[:kw])
+        color_bits = [Const(sum(1 << c for c in range(C) if c >> k & 1), C) for k in range(kw)]
+
+        # Per reader: words not yet sent (left), words sent but not yet freed (ahead), the read
+        # position; a slot is freed the cycle after every routed reader has sent its word.
+        done, rd, lefts, aheads = [], [], [], []
+        any_routed = or_all([self.routed.word_select(r, C) for r in range(R)])
+        for r in range(R):
+            routed, take = self.routed.word_select(r, C), self.take.word_select(r, C)
+            drop = freed & ~routed                          # an unrouted reader's word leaves
+            advance = take | drop
+            left, left_next = thermometer(f"left{r}", write & ~advance, advance & ~write)
+            ahead, _ = thermometer(f"ahead{r}", take & ~(freed & routed), freed & routed & ~take)
+            m.d.comb += [self.pending.word_select(r, C).eq(left[0]),
+                         self.next_pending.word_select(r, C).eq(left_next[0])]
+            second = ahead[1] if D > 1 else Const(0, C)
+            done.append(~routed | take | second | (ahead[0] & ~freed))
+            rd.append(ring(f"rd{r}", advance))
+            lefts.append(left)
+            aheads.append(ahead)
+        m.d.sync += freed.eq(any_routed & and_all(done))
+
         for j, r in enumerate(self._copy_reader):
             mem = Memory(shape=DATA_CTRL, depth=C * D, init=[])
             m.submodules[f"copy{j}"] = mem
@@ -98,73 +148,45 @@ class ChannelBuffers(wiring.Component):
             # The address as an AND-OR of the one-hot choice with the channels' addresses (no
             # encoder, then multiplexer, between the choice and the memory).
             select = self.read_select.word_select(j, C)
-            heads = [Cat(rd[r][c * pw:(c + 1) * pw], Const(c, kw)) for c in range(C)]
             m.d.comb += [
                 wp.en.eq(self.w_en), wp.addr.eq(w_addr), wp.data.eq(self.w_data),
-                rp.addr.eq(and_or(select, heads, pw + kw)),
+                rp.addr.eq(Cat(*[(select & bit).any() for bit in rd[r]],
+                               *[(select & bit).any() for bit in color_bits])),
                 self.read_data.word_select(j, DATA_CTRL).eq(rp.data),
             ]
-        freed = self.freed
-        for c in range(C):
-            w = wr[c * pw:(c + 1) * pw]
-            with m.If(write[c]):
-                m.d.sync += w.eq(w + 1)
-            # The count, one-hot (bit n set when the channel holds n words): the flags are its
-            # bits, and it moves by a shift, without an adder.
-            occ = Signal(D + 1, name=f"occupancy{c}", init=1)
-            up, down = write[c] & ~freed[c], freed[c] & ~write[c]
-            m.d.sync += occ.eq(Mux(up, occ << 1, Mux(down, occ >> 1, occ)))
-            m.d.comb += [
-                self.nonempty[c].eq(~occ[0]),
-                self.full[c].eq(occ[D]),
-                counts[c * cw:(c + 1) * cw].eq(onehot_index(occ, range(D + 1), cw)),
-            ]
-            # Per reader: words not yet sent (pending) and words sent but not yet freed (ahead).
-            done, lefts, aheads = [], [], []
-            for r in range(R):
-                k = r * C + c
-                routed, take = self.routed[k], self.take[k]
-                left = Signal(cw, name=f"left{r}_{c}")       # words reader r has not sent
-                ahead = Signal(cw, name=f"ahead{r}_{c}")     # ... sent, not yet freed
-                drop = freed[c] & ~routed                    # an unrouted reader's word leaves
-                p = rd[r][c * pw:(c + 1) * pw]
-                with m.If(take | drop):
-                    m.d.sync += p.eq(p + 1)
-                m.d.sync += [left.eq(left + write[c] - take - drop), ahead.eq(ahead + take - (freed[c] & routed))]
-                m.d.comb += self.next_pending[k].eq(
-                    write[c] | (left[1:] != 0) | (left[0] & ~take & ~drop))
-                m.d.sync += self.pending[k].eq(self.next_pending[k])
-                # Reader r has sent the next head after this edge (or is not routed).
-                done.append(~routed | take | (ahead[1:] != 0) | (ahead[0] & ~freed[c]))
-                lefts.append(left)
-                aheads.append(ahead)
-            any_routed = Cat(self.routed[r * C + c] for r in range(R)).any()
-            m.d.sync += freed[c].eq(any_routed & Cat(done).all())
-            if active(platform):
-                self._formal(m, platform, c, counts[c * cw:(c + 1) * cw], any_routed, lefts, aheads)
-        m.d.comb += self.counts.eq(counts)
+        if active(platform):
+            self._formal(m, platform, any_routed, occupancy, lefts, aheads)
         return m
 
-    def _formal(self, m, platform, c, count, any_routed, lefts, aheads):
-        """Channel ``c``: every word is sent once by each reader routed to it and freed in the
-        cycle after its last copy; an unrouted reader has sent nothing. Rules: a reader takes only
-        a pending word; a channel's routes change only while it holds no word under a route."""
+    def _formal(self, m, platform, any_routed, occupancy, lefts, aheads):
+        """Per channel: every word is sent once by each reader routed to it and freed in the
+        cycle after its last copy; an unrouted reader has sent nothing; the counts are
+        thermometer codes. Rules: a reader takes only a pending word; a channel's routes change
+        only while it holds no word under a route."""
         f = Properties(m, platform, self)
         C, R = self._colors, self._readers
-        routed = [self.routed[r * C + c] for r in range(R)]
-        holding = self.nonempty[c] & any_routed
+        ones = Const((1 << C) - 1, C)
+
+        def count(levels, c):
+            return sum(level[c] for level in levels)
+
+        def is_code(levels):
+            return and_all([levels[n] | ~levels[n + 1] for n in range(len(levels) - 1)] or [ones])
+        holding = self.nonempty & any_routed
         all_sent = any_routed
+        f.check("occupancy_code", is_code(occupancy) == ones)
         for r in range(R):
-            k = r * C + c
-            f.rule(f"take_pending{r}_{c}", ~self.take[k] | self.pending[k])
-            f.rule(f"route_steady{r}_{c}",
-                   (routed[r] == f.past(routed[r], f"routed{r}_{c}")) | ~f.past(holding, f"holding{r}_{c}"))
-            f.check(f"reader_words{r}_{c}", Mux(routed[r], lefts[r] + aheads[r] == count,
-                                                 (lefts[r] == count) & (aheads[r] == 0)))
-            f.check(f"pending_flag{r}_{c}", self.pending[k] == (lefts[r] != 0))
-            all_sent = all_sent & (~routed[r] | (aheads[r] != 0))
-        f.check(f"freed_after_last_copy{c}", ~self.freed[c] | all_sent)
-        f.check(f"freed_next_cycle{c}", ~f.past(all_sent & ~self.freed[c], f"unfreed{c}") | self.freed[c])
+            routed, take, pending = (v.word_select(r, C) for v in (self.routed, self.take, self.pending))
+            f.rule(f"take_pending{r}", (take & ~pending) == 0)
+            f.rule(f"route_steady{r}", ((routed ^ f.past(routed, f"routed{r}")) & f.past(holding, f"holding{r}")) == 0)
+            f.check(f"reader_codes{r}", (is_code(lefts[r]) & is_code(aheads[r])) == ones)
+            for c in range(C):
+                f.check(f"reader_words{r}_{c}", Mux(routed[c],
+                                                    count(lefts[r], c) + count(aheads[r], c) == count(occupancy, c),
+                                                    (count(lefts[r], c) == count(occupancy, c)) & ~aheads[r][0][c]))
+            all_sent = all_sent & (~routed | aheads[r][0])
+        f.check("freed_after_last_copy", (self.freed & ~all_sent) == 0)
+        f.check("freed_next_cycle", (f.past(all_sent & ~self.freed, "unfreed") & ~self.freed) == 0)
 
 
 class RoundRobinArbiter(wiring.Component):
@@ -267,6 +289,24 @@ def prefix_or(m, value, *, exclusive=False):
         acc = level
         step *= 2
     return (acc << 1)[:n] if exclusive else acc
+
+
+def or_all(values):
+    """OR of ``values`` (a chain: the tools balance it)."""
+    values = list(values)
+    acc = values[0]
+    for v in values[1:]:
+        acc = acc | v
+    return acc
+
+
+def and_all(values):
+    """AND of ``values``."""
+    values = list(values)
+    acc = values[0]
+    for v in values[1:]:
+        acc = acc & v
+    return acc
 
 
 def or_tree(values, width):

@@ -21,7 +21,7 @@ from sim.kit.testbench import (
     harness_simulator,
 )
 
-CFG = Config(num_colors=4, vc_depth=2)
+CFG = Config(num_colors=4, vc_depth=4)     # the mesh4x4 of tests/hdl/test_mesh.py (one build)
 
 
 
