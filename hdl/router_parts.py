@@ -94,11 +94,18 @@ class ChannelBuffers(wiring.Component):
         def vec(name, init=0):
             return Signal(C, name=name, init=init)
 
+        def named(name, value):
+            """``value`` as a signal (an expression used twice would be written out twice)."""
+            sig = vec(name)
+            m.d.comb += sig.eq(value)
+            return sig
+
         def thermometer(name, up, down):
             """Counts moved by ``up`` and ``down`` (C-bit vectors): their levels and next levels."""
             levels = [vec(f"{name}_gt{n}") for n in range(D)]
             nxt = [vec(f"{name}_gt{n}_next") for n in range(D)]
-            hold = ~(up | down)
+            up, down = named(f"{name}_up", up), named(f"{name}_down", down)
+            hold = named(f"{name}_hold", ~(up | down))
             for n in range(D):
                 below = levels[n - 1] if n else ones
                 above = levels[n + 1] if n + 1 < D else Const(0, C)
@@ -108,17 +115,20 @@ class ChannelBuffers(wiring.Component):
 
         def ring(name, advance):
             """Per channel a one-hot position ``0..D-1`` moved on by ``advance``: its binary bits."""
+            advance = named(f"{name}_advance", advance)
             slots = [vec(f"{name}_at{j}", init=ones.value if j == 0 else 0) for j in range(D)]
             for j in range(D):
                 m.d.sync += slots[j].eq((advance & slots[j - 1]) | (~advance & slots[j]))
-            return [or_all([slots[j] for j in range(D) if j >> b & 1] or [Const(0, C)]) for b in range(pw)]
+            return [named(f"{name}_bit{b}", or_all([slots[j] for j in range(D) if j >> b & 1] or [Const(0, C)]))
+                    for b in range(pw)]
 
         occupancy, _ = thermometer("occupancy", write & ~freed, freed & ~write)
         m.d.comb += [self.nonempty.eq(occupancy[0]), self.full.eq(occupancy[D - 1])]
         cw = self.count_width
         m.d.comb += self.counts.eq(Cat(Value.cast(sum(level[c] for level in occupancy))[:cw] for c in range(C)))
         wr = ring("wr", write)
-        w_addr = Cat(*[(w_channel & bit).any() for bit in wr], self.w_color[:kw])
+        w_addr = Signal(pw + kw, name="w_addr")
+        m.d.comb += w_addr.eq(Cat(*[(w_channel & bit).any() for bit in wr], self.w_color[:kw]))
         color_bits = [Const(sum(1 << c for c in range(C) if c >> k & 1), C) for k in range(kw)]
 
         # Per reader: words not yet sent (left), words sent but not yet freed (ahead), the read
@@ -128,7 +138,7 @@ class ChannelBuffers(wiring.Component):
         for r in range(R):
             routed, take = self.routed.word_select(r, C), self.take.word_select(r, C)
             drop = freed & ~routed                          # an unrouted reader's word leaves
-            advance = take | drop
+            advance = named(f"advance{r}", take | drop)
             left, left_next = thermometer(f"left{r}", write & ~advance, advance & ~write)
             ahead, _ = thermometer(f"ahead{r}", take & ~(freed & routed), freed & routed & ~take)
             m.d.comb += [self.pending.word_select(r, C).eq(left[0]),
