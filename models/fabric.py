@@ -345,6 +345,7 @@ class FabricModel:
                         rt.outreg[o] = None
                 # End of cycle: the freed heads leave, the granted readers move on, and a head
                 # every routed reader has now sent is freed in the next cycle.
+                changed = rt.freeing | granted.keys()        # the only channels whose state moves
                 for ic in rt.freeing:
                     rt.vc[ic].popleft()
                     mask, ahead = tab[ic[1]][ic[0]], rt.ahead[ic]
@@ -358,7 +359,8 @@ class FabricModel:
                     for bit in bits:
                         rt.ahead[ic][bit] += 1
                 rt.freeing = set()
-                for ic, d in list(rt.vc.items()):
+                for ic in changed:
+                    d = rt.vc[ic]
                     if not d:
                         del rt.vc[ic]
                         rt.ahead.pop(ic, None)
