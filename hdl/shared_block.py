@@ -13,13 +13,11 @@ A block of ``hdl/`` that holds no shared block of its own (a router, a PE core, 
 also kept on disk, in :data:`BLOCK_CACHE` (``build/blocks/``), keyed by its module name, ``name``,
 ``key`` and what :func:`hdl.build_key.build_key` covers (the ``hdl/`` and ``arch/`` sources, the
 Python and Amaranth versions): another process writing a design with the same block (a test, a
-bench, ``make verilog``) reads its Verilog instead of converting it again; a process that needs a
-block another one is converting waits for it (a file lock per block) rather than converting it too.
+bench, ``make verilog``) reads its Verilog instead of converting it again.
 """
 
 import contextlib
 import contextvars
-import fcntl
 import functools
 import os
 import re
@@ -73,18 +71,13 @@ class _Library:
         path = BLOCK_CACHE / f"{module}-{_block_key(module, name, key)}.v"
         if path.exists():
             return path.read_text()
-        BLOCK_CACHE.mkdir(parents=True, exist_ok=True)
-        with open(path.with_name(f".{path.name}.lock"), "w") as lock:
-            # a process converting the same block (a pytest-xdist worker) finishes it first
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if path.exists():
-                return path.read_text()
-            before = len(self.modules)
-            text = convert_text(component, module)
-            if len(self.modules) == before:                 # a leaf: its text is all of it
-                tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-                tmp.write_text(text)
-                os.replace(tmp, path)
+        before = len(self.modules)
+        text = convert_text(component, module)
+        if len(self.modules) == before:                 # a leaf: its text is all of it
+            BLOCK_CACHE.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            tmp.write_text(text)
+            os.replace(tmp, path)
         return text
 
 
