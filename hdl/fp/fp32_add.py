@@ -17,26 +17,30 @@ _INF = 0x7F800000
 
 
 def _leading_zeros(m, value, name):
-    """Count of leading zeros of ``value`` (``len(value)`` when it is zero)."""
+    """Count of leading zeros of ``value`` (``len(value)`` when it is zero), as a tree: each node
+    merges the (all zero, count) of its two halves, so the depth grows with ``log2(len(value))``
+    multiplexers and no shift waits on another."""
     width = len(value)
-    levels = (width - 1).bit_length()
+    levels = max((width - 1).bit_length(), 1)
     padded = 1 << levels
-    # Logarithmic search: at each level, if the top `step` bits are all zero, shift them out.
-    v = Cat(C(0, padded - width), value)
-    zeros = []
-    for k in reversed(range(levels)):
-        step = 1 << k
-        top_zero = Signal(name=f"{name}_z{step}")
-        shifted = Signal(padded, name=f"{name}_v{step}")
-        m.d.comb += [
-            top_zero.eq(v[padded - step:] == 0),
-            shifted.eq(Mux(top_zero, v << step, v)),
-        ]
-        zeros.append(top_zero)
-        v = shifted
+    v = Cat(C(0, padded - width), value)        # zeros below: the count of a nonzero value is kept
+
+    def node(lo, size):
+        """(all zero, leading zeros below the all-zero case) of ``v[lo:lo + size]``."""
+        if size == 1:
+            return ~v[lo], C(0, 0)
+        half = size // 2
+        z_hi, c_hi = node(lo + half, half)
+        z_lo, c_lo = node(lo, half)
+        zero = Signal(name=f"{name}_z{lo}_{size}")
+        count = Signal(size.bit_length() - 1, name=f"{name}_c{lo}_{size}")
+        m.d.comb += [zero.eq(z_hi & z_lo),
+                     count.eq(Cat(Mux(z_hi, c_lo, c_hi), z_hi) if half > 1 else z_hi)]
+        return zero, count
+
+    _, count = node(0, padded)
     lz = Signal(range(width + 1), name=name)
-    # all-zero value: the search stops at padded - 1; report ``width`` as documented
-    m.d.comb += lz.eq(Mux(value == 0, width, Cat(*reversed(zeros))))
+    m.d.comb += lz.eq(Mux(value == 0, width, count))
     return lz
 
 

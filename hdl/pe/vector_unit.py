@@ -64,7 +64,10 @@ from ..fp.bf16_mul import Bf16MulCore
 from ..fp.fp32_add import Fp32AddCore
 from ..layouts import as_array
 from ..wavelet import Wavelet
-from .descriptor_table import PTR_BITS, state_shapes
+from .descriptor_table import PTR_BITS, Descriptor, state_shapes
+
+# the descriptor fields the execute stage reads (latched with its unit)
+EXEC_FIELDS = ("vmode", "relu", "round", "send", "store", "color", "a_stride")
 
 __all__ = ["VectorUnit"]
 
@@ -167,14 +170,13 @@ class VectorUnit(wiring.Component):
         # ---- execute stage ----------------------------------------------------------------------
         # (unpipelined, the unit in execution is also the unit the table counts: ``t``)
         vsel = Signal(idx, name="vsel") if piped else self.t
-        vd = desc[vsel]
-        if piped:                         # the mode of the unit in execution, registered
-            dot = Signal(name="e_dot")
-        else:
-            dot = vd.vmode == VecMode.DOT
+        # the fields of the unit's descriptor, latched when it enters (no lookup by vsel)
+        vd = Signal(data.StructLayout({name: Descriptor.members[name] for name in EXEC_FIELDS}), name="e_desc")
+        dot = Signal(name="e_dot")
         e_dptr, e_bptr = Signal(PTR_BITS), Signal(PTR_BITS)
         e_in_range, e_last = Signal(), Signal()
         vk = Signal(16)
+        e_left = Signal(16)               # DOT: words after word vk
         kptr = Signal(PTR_BITS)           # DOT: row vk of A
         vj = Signal(range(max(L, 2)))
         row_past = kptr + L > S
@@ -196,7 +198,7 @@ class VectorUnit(wiring.Component):
         out_free = ~self.tx.valid | self.tx.ready
         step = Signal()                   # unpipelined: element vj is made and goes out
         issue = Signal()                  # pipelined: element vj enters the element pipeline
-        dot_more = dot & (vk + 1 < vd.count)
+        dot_more = dot & (e_left != 0)
         with m.If(self.tx.ready):
             m.d.sync += self.tx.valid.eq(0)
 
@@ -224,10 +226,10 @@ class VectorUnit(wiring.Component):
             m.d.sync += [av[l].eq(a_src[l]) for l in range(L)]
             m.d.sync += [bv[l].eq(b_src[l]) for l in range(L)]
             m.d.sync += [vsel.eq(t), e_dptr.eq(dptr), e_bptr.eq(bptr), e_in_range.eq(in_range),
-                         e_last.eq(last), vj.eq(0), vk.eq(0), kptr.eq(a_base)]
-            if piped:
-                m.d.sync += dot.eq(hd.vmode == VecMode.DOT)
-            else:
+                         e_last.eq(last), vj.eq(0), vk.eq(0), kptr.eq(a_base), e_left.eq(hd.count - 1),
+                         dot.eq(hd.vmode == VecMode.DOT)]
+            m.d.sync += [getattr(vd, name).eq(getattr(hd, name)) for name in EXEC_FIELDS]
+            if not piped:
                 m.d.sync += dacc.eq(0)
 
         with m.FSM(name="vec_fetch"):
@@ -324,7 +326,7 @@ class VectorUnit(wiring.Component):
                         m.d.sync += dacc.eq(sum_)
                     with m.If(last_lane):
                         with m.If(dot_more):
-                            m.d.sync += [vk.eq(vk + 1), kptr.eq(kptr + vd.a_stride)]
+                            m.d.sync += [vk.eq(vk + 1), e_left.eq(e_left - 1), kptr.eq(kptr + vd.a_stride)]
                             m.next = "ISSUE"
                         with m.Else():
                             if not piped:

@@ -251,3 +251,35 @@ def test_cocotb_same_under_icarus_and_verilator(unit, icarus):
     """The cocotb bench under both simulators: the same outputs at every cycle (sim.kit.trace)."""
     with compare_simulators():
         test_cocotb_special_pairs_and_timing(unit)
+
+
+@pytest.mark.parametrize("width", [1, 5, 8, 9, 28])
+def test_leading_zeros_tree(width):
+    """The normalizer's leading-zero count (a tree of half merges) against Python's bit_length:
+    every value up to 9 bits; at 28 bits (the adder's sum) every single bit, all ones below it,
+    and random values."""
+    from amaranth import Module, Signal
+    from amaranth.sim import Simulator
+
+    from hdl.fp.fp32_add import _leading_zeros
+
+    m = Module()
+    x = Signal(width)
+    lz = _leading_zeros(m, x, "lz")
+    if width <= 9:
+        values = range(1 << width)
+    else:
+        rng = random.Random(width)
+        values = ([0] + [1 << k for k in range(width)] + [(2 << k) - 1 for k in range(width)]
+                  + [rng.getrandbits(width) >> rng.randrange(width) for _ in range(300)])
+    got = []
+
+    async def bench(ctx):
+        for v in values:
+            ctx.set(x, v)
+            got.append(ctx.get(lz))
+
+    sim = Simulator(m)
+    sim.add_testbench(bench)
+    sim.run()
+    assert got == [width - v.bit_length() for v in values]
