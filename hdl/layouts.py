@@ -4,7 +4,7 @@ from the arch layouts, so each bit layout is defined once (in ``arch``)."""
 from amaranth import Array, Cat, Const, Value
 from amaranth.lib import data
 
-__all__ = ["struct_layout", "cat_fields", "as_array", "two_or_more"]
+__all__ = ["struct_layout", "cat_fields", "as_array"]
 
 
 def struct_layout(layout):
@@ -32,11 +32,3 @@ def as_array(view):
     return Array(view[i] for i in range(len(view)))
 
 
-def two_or_more(bits):
-    """Whether at least two bits of ``bits`` are set, as prefix ORs (``bits & (bits - 1)`` would
-    be a carry chain)."""
-    seen, two = Const(0), Const(0)
-    for i in range(len(bits)):
-        two = two | (seen & bits[i])
-        seen = seen | bits[i]
-    return two

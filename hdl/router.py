@@ -100,7 +100,8 @@ from .config import refuse
 from .config_bus import ConfigBus
 from .formal import Properties, active
 from .layouts import cat_fields
-from .router_parts import DATA_CTRL, ChannelBuffers, RoundRobinArbiter, and_or, onehot_index, or_all
+from .logic import and_or, onehot_index, or_all
+from .router_parts import DATA_CTRL, ChannelBuffers, RoundRobinArbiter
 from .wavelet import Wavelet
 
 __all__ = ["Router", "CreditLink"]

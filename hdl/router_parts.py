@@ -20,9 +20,9 @@ from amaranth.lib.wiring import In, Out
 from arch.wavelet import COLOR_BITS, DATA_BITS
 
 from .formal import Properties, active
+from .logic import and_all, or_all, or_tree
 
-__all__ = ["DATA_CTRL", "ChannelBuffers", "RoundRobinArbiter", "and_all", "and_or", "onehot_index", "or_all", "or_tree",
-           "prefix_or"]
+__all__ = ["DATA_CTRL", "ChannelBuffers", "RoundRobinArbiter", "prefix_or"]
 
 DATA_CTRL = DATA_BITS + 1     # a channel word: data and ctrl (the color is the channel's)
 
@@ -301,45 +301,3 @@ def prefix_or(m, value, *, exclusive=False):
     return (acc << 1)[:n] if exclusive else acc
 
 
-def or_all(values):
-    """OR of ``values`` (a chain: the tools balance it)."""
-    values = list(values)
-    acc = values[0]
-    for v in values[1:]:
-        acc = acc | v
-    return acc
-
-
-def and_all(values):
-    """AND of ``values``."""
-    values = list(values)
-    acc = values[0]
-    for v in values[1:]:
-        acc = acc & v
-    return acc
-
-
-def or_tree(values, width):
-    """OR of ``values`` (each ``width`` bits) as a balanced tree."""
-    values = list(values)
-    if not values:
-        return Const(0, width)
-    while len(values) > 1:
-        values = [values[i] | values[i + 1] if i + 1 < len(values) else values[i]
-                  for i in range(0, len(values), 2)]
-    return values[0]
-
-
-def and_or(select, words, width):
-    """OR of ``words[k]`` (each ``width`` bits) over the set bits ``k`` of ``select``."""
-    return or_tree((w & select[k].replicate(width) for k, w in enumerate(words)), width)
-
-
-def onehot_index(select, values, width):
-    """``values[k]`` for the one set bit ``k`` of ``select`` (0 when none), as AND-OR: bit ``b`` of
-    the result is the OR of the ``select`` bits whose value has bit ``b`` set."""
-    bits = []
-    for b in range(width):
-        terms = [select[k] for k, v in enumerate(values) if (v >> b) & 1]
-        bits.append(Cat(terms).any() if terms else Const(0))
-    return Cat(bits)

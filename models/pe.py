@@ -350,9 +350,11 @@ class PeModel:
         self._release_acc(t)
 
     def _complete(self, t):
+        """The run of ``t`` ended: it stops and, with ``chain``, starts ``next`` if that is legal
+        and idle (a running ``next`` keeps running)."""
         self.active[t] = False
         d = self.desc[t]
-        if d["chain"] and self.legal[d["next"]]:
+        if d["chain"] and self.legal[d["next"]] and not self.active[d["next"]]:
             self._activate(d["next"])
 
     def cycles(self, t):

@@ -41,8 +41,12 @@ Ports:
 * ``restart[t]``: ``t`` was started or written this cycle (its half-accumulated row is dropped).
 
 A run end stops the descriptor and, with ``chain``, starts ``next`` if it is legal (committed
-without fault and not written since). A start clears ``pos``, ``cnt``, ``done`` and loads the
-running addresses from the bases.
+without fault and not written since), not written in that cycle, and idle or stopping in that
+cycle (a running ``next`` keeps running). The start state (``pos``, ``sub``, ``cnt`` 0, the
+running addresses at the bases, its flags) is loaded beforehand: at the commit (word 0 written,
+whatever the checks say) and again when a run ends or a fault stops it; so a start only sets
+``active`` and ``done`` to read 0 (``done_zero``), and no start reaches the run state's registers.
+The commit checks read registered facts of words 1.. (``_upper_facts``) and word 0 as written.
 """
 
 from amaranth import Cat, Const, Module, Mux, Signal
@@ -54,7 +58,8 @@ from arch.pe_map import DESC_WORDS, DESCRIPTOR, FAULT_STATUS, Fault, Op, VecMode
 from arch.wavelet import MAX_COLORS
 
 from ..formal import Properties, active
-from ..layouts import struct_layout, two_or_more
+from ..layouts import struct_layout
+from ..logic import or_all, two_or_more
 
 __all__ = ["DescriptorTable", "Descriptor", "PTR_BITS", "state_shapes"]
 
@@ -62,14 +67,10 @@ __all__ = ["DescriptorTable", "Descriptor", "PTR_BITS", "state_shapes"]
 Descriptor = struct_layout(DESCRIPTOR)
 PTR_BITS = 17
 SUB_BITS = 4            # an FMAC row's index in its group (< arch.pe_map.acc_slots <= 9)
-
-
-def _or_all(values):
-    """The OR of ``values`` (0 when there are none)."""
-    out = Const(0)
-    for v in values:
-        out = out | v
-    return out
+# What the commit checks read of a descriptor's words 1.. (DescriptorTable._upper_facts), and
+# their values for words of zeros (the reset state)
+UPPER_FACTS = ("reps == 0", "lo > hi", "count == 0", "count != 1")
+UPPER_FACTS_INIT = 0b1101
 
 
 def state_shapes(cfg, *names):
@@ -118,15 +119,28 @@ class DescriptorTable(wiring.Component):
                 with m.If(self.we & hit):
                     m.d.sync += raw[t][WORD_BITS * w:WORD_BITS * (w + 1)].eq(self.wdata)
 
+        # The commit checks per descriptor, on its own upper words (no lookup by ``index``): the
+        # facts of words 1.. (``_upper_facts``) are registers that follow them, loaded from the
+        # words as this cycle's write leaves them, so a commit right after a write sees it.
         commit = self.we & (self.word == 0)
-        upper = Signal(Descriptor.size - WORD_BITS)
+        cand, code, upper_facts = [], [], []
+        for t in range(T):
+            upper = Signal(Descriptor.size - WORD_BITS, name=f"upper_next{t}")
+            m.d.comb += upper.eq(raw[t][WORD_BITS:])
+            for w in range(1, DESC_WORDS):
+                with m.If(self.we & (self.index == t) & (self.word == w)):
+                    m.d.comb += upper[WORD_BITS * (w - 1):WORD_BITS * w].eq(self.wdata)
+            facts = Signal(len(UPPER_FACTS), name=f"upper_facts{t}", init=UPPER_FACTS_INIT)
+            m.d.sync += facts.eq(self._upper_facts(data.View(Descriptor, Cat(Const(0, WORD_BITS), upper))))
+            upper_facts.append(facts)
+            cand.append(data.View(Descriptor, Cat(self.wdata, raw[t][WORD_BITS:])))
+            code.append(self._check(m, cand[t], t, cfg, facts=facts))
+        picked_code = Signal.like(code[0])
         for t in range(T):
             with m.If(self.index == t):
-                m.d.comb += upper.eq(raw[t][WORD_BITS:])
-        cand = data.View(Descriptor, Cat(self.wdata, upper))
-        code = self._check(m, cand, self.index, cfg)
-        m.d.comb += self.commit_fault.eq(Mux(commit, code, 0))
-        commit_start = commit & (code == 0) & (cand.op != Op.NOP) & cand.enable
+                m.d.comb += picked_code.eq(code[t])
+        m.d.comb += self.commit_fault.eq(Mux(commit, picked_code, 0))
+        op0 = data.View(Descriptor, Cat(self.wdata, Const(0, Descriptor.size - WORD_BITS)))
 
         flags = [Cat(self.unit_end[t], self.run_end[t], self.sweep_end[t], self.past[t]) for t in range(T)]
 
@@ -146,10 +160,15 @@ class DescriptorTable(wiring.Component):
                      v_ends.eq(Cat(self.v_run_end & (self.v_t == t) for t in range(T)))]
         is_fmac = Cat(desc[t].op == Op.FMAC for t in range(T))
         first = Signal(T, init=(1 << T) - 1)      # pos == 0 and sub == 0 (a register that follows them)
+        # done[t] = 0 after a start, else done_q[t]: the start only sets done_zero (no 16-bit clear
+        # waits on it)
+        done_q = [Signal(16, name=f"done_q{t}") for t in range(T)]
+        done_zero = Signal(T)
+        m.d.comb += [self.done[t].eq(Mux(done_zero[t], 0, done_q[t])) for t in range(T)]
 
         def picked(values):
             """``values[t]`` of the descriptor the wavelet engine steps (0 if none): an AND-OR."""
-            return _or_all([Mux(self.w_step[t], values[t], 0) for t in range(T)])
+            return or_all([Mux(self.w_step[t], values[t], 0) for t in range(T)])
 
         # The group registers follow the FMAC descriptor the wavelet engine steps. Every value is
         # computed per descriptor from its state, and the step only picks one (stage-0 timing).
@@ -170,15 +189,25 @@ class DescriptorTable(wiring.Component):
             aptr, bptr, dptr = self.aptr[t], self.bptr[t], self.dptr[t]
             saddr, in_range = self.saddr[t], self.in_range[t]
             written = (self.we & (self.index == t)) | self.stop_all
+            ok = (code[t] == 0) & (op0.op != Op.NOP)
             with m.If(written):
-                m.d.sync += legal[t].eq(commit & ~self.stop_all & (code == 0) & (cand.op != Op.NOP))
-            chained = _or_all([(ends[u] | v_ends[u]) & desc[u].chain & (desc[u].next == t)
+                m.d.sync += legal[t].eq(commit & ~self.stop_all & ok)
+            # A run starts from a state loaded beforehand (*armed*): by the commit of the descriptor
+            # (word 0 written, whatever its checks say), and again when a run of it ends or a
+            # fault stops it; so a start itself only sets ``active`` and clears ``done`` and no
+            # start (a chain's, after an engine's step) reaches the run state's registers. A
+            # chain starts ``next`` only when it is idle or stops in the same cycle (an active
+            # ``next`` keeps running), and not when it is written in that cycle.
+            chained = or_all([(ends[u] | v_ends[u]) & desc[u].chain & (desc[u].next == t)
                                for u in range(T) if u != t])
-            committed = commit_start & (self.index == t) & ~self.stop_all
-            start = (chained & legal[t]) | committed
+            commit_here = commit & (self.index == t) & ~self.stop_all
+            committed = commit_here & ok & op0.enable
             v_here = self.v_t == t
-            stop = (ends[t] | self.w_stop[t] | self.s_stop[t]
-                    | (self.v_run_end & v_here) | (self.v_stop & (self.v_stop_t == t)) | written)
+            own_end = ends[t] | (self.v_run_end & v_here)
+            fault_stop = self.w_stop[t] | self.s_stop[t] | (self.v_stop & (self.v_stop_t == t))
+            arm = commit_here | own_end | fault_stop
+            start = committed | (chained & legal[t] & ~written & (~self.active[t] | own_end | fault_stop))
+            stop = own_end | fault_stop | written
             w_step = self.w_step[t]
             unit_end = self.unit_end[t]
             m.d.comb += self.restart[t].eq(start | written)
@@ -190,77 +219,79 @@ class DescriptorTable(wiring.Component):
             in_range_next = Mux(cnt + 1 == d.hi, 0, Mux(cnt + 1 == d.lo, 1, in_range))
 
             with m.If(start):
+                m.d.sync += self.active[t].eq(1)
+            with m.Elif(stop):
+                m.d.sync += self.active[t].eq(0)
+            next_row = Mux(group_end, d.a_base, rbase[t] + L)[:P]      # operands of row cnt + 1
+            with m.If(w_step & is_fmac[t]):
+                # FMAC rows in groups (docs/pe.md#fmac-pipeline): the next row of the group, or the
+                # group's first row at the next wavelet index, or the next group.
+                with m.If(~self.sweep_end[t]):
+                    nx = dict(cnt=(cnt + 1)[:16], sub=(sub + 1)[:SB], aptr=(next_row + ioff[t])[:P],
+                              dptr=(dptr + L)[:P])
+                    m.d.sync += [sub.eq(nx["sub"]), cnt.eq(nx["cnt"]), first[t].eq(0),
+                                 *next_rep, rbase[t].eq(next_row),
+                                 aptr.eq(nx["aptr"]), dptr.eq(nx["dptr"]),
+                                 flags[t].eq(self._flags(cfg, d, Op.FMAC, unit_end=unit_end, **nx))]
+                with m.Elif(~unit_end):
+                    nx = dict(pos=(pos + 1)[:16], cnt=Mux(first[t], cnt, g_cnt), sub=Const(0),
+                              aptr=(Mux(first[t], rbase[t], g_rbase) + ioff[t] + d.a_stride)[:P],
+                              dptr=Mux(first[t], dptr, g_dptr))
+                    m.d.sync += [sub.eq(0), pos.eq(nx["pos"]), cnt.eq(nx["cnt"]), first[t].eq(0),
+                                 rep[t].eq(Mux(first[t], rep[t], g_rep)),
+                                 gend[t].eq(Mux(first[t], gend[t], g_gend)),
+                                 rbase[t].eq(Mux(first[t], rbase[t], g_rbase)),
+                                 dptr.eq(nx["dptr"]), aptr.eq(nx["aptr"]),
+                                 flags[t].eq(self._flags(cfg, d, Op.FMAC, **nx))]
+                with m.Else():
+                    nx = dict(pos=Const(0), cnt=(cnt + 1)[:16], sub=Const(0), aptr=next_row,
+                              dptr=(dptr + L)[:P])
+                    m.d.sync += [sub.eq(0), pos.eq(0), cnt.eq(nx["cnt"]), first[t].eq(1),
+                                 *next_rep, rbase[t].eq(next_row),
+                                 aptr.eq(next_row), dptr.eq(nx["dptr"]),
+                                 flags[t].eq(self._flags(cfg, d, Op.FMAC, **nx))]
+            with m.Elif(w_step | self.s_step[t]):
+                # STORE: word pos of vector cnt (saddr follows it)
+                with m.If(~unit_end):
+                    nx = dict(pos=(pos + 1)[:16], cnt=cnt, in_range=in_range,
+                              saddr=(saddr + Mux(d.b_stride == 0, 1, d.b_stride))[:P + 2])
+                    m.d.sync += [pos.eq(nx["pos"]), saddr.eq(nx["saddr"]), first[t].eq(0),
+                                 flags[t].eq(self._flags(cfg, d, Op.STORE, **nx))]
+                with m.Else():
+                    next_dptr = (dptr + Mux(in_range, Mux(d.b_stride == 0, L, 1), 0))[:P]
+                    nx = dict(pos=Const(0), cnt=(cnt + 1)[:16], in_range=in_range_next, saddr=next_dptr)
+                    m.d.sync += [pos.eq(0), cnt.eq(nx["cnt"]), dptr.eq(next_dptr), saddr.eq(next_dptr),
+                                 first[t].eq(1), in_range.eq(in_range_next),
+                                 flags[t].eq(self._flags(cfg, d, Op.STORE, **nx))]
+            with m.If(self.v_issue & (self.v_issue_t == t)):
+                unit = Mux(d.vmode == VecMode.DOT, d.count, L)
+                nx = dict(cnt=(cnt + 1)[:16], bptr=(bptr + d.b_stride)[:P],
+                          aptr=Mux(group_end, aptr + d.a_stride, aptr)[:P],
+                          dptr=Mux(in_range, dptr + unit, dptr)[:P], in_range=in_range_next)
+                m.d.sync += [cnt.eq(nx["cnt"]), bptr.eq(nx["bptr"]), aptr.eq(nx["aptr"]), dptr.eq(nx["dptr"]),
+                             *next_rep, in_range.eq(in_range_next),
+                             flags[t].eq(self._flags(cfg, d, Op.VEC, vmode=d.vmode, store=d.store,
+                                                     unit_end=unit_end, **nx))]
+            w_inc = self.w_inc & (self.w_inc_t == t)
+            s_inc = self.s_inc & (self.s_inc_t == t)
+            with m.If(w_inc | s_inc | (self.v_unit & v_here)):
+                m.d.sync += [done_q[t].eq(done + 1 + (w_inc & s_inc)), done_zero[t].eq(0)]
+            with m.If(start):
+                m.d.sync += done_zero[t].eq(1)
+            with m.If(arm):
                 in_range0 = (d.lo == 0) & (d.hi != 0)
                 # a commit's op and modes are in the word written now (word 0), not yet in desc
-                new = data.View(Descriptor, Mux(committed, cand.as_value(), d.as_value()))
-                m.d.sync += [self.active[t].eq(1), pos.eq(0), sub.eq(0), cnt.eq(0), done.eq(0),
-                             rep[t].eq(0), gend[t].eq(d.group <= 1), first[t].eq(1),
-                             aptr.eq(d.a_base), bptr.eq(d.b_base), dptr.eq(d.dst_base),
+                new = data.View(Descriptor, Mux(commit_here, cand[t].as_value(), d.as_value()))
+                m.d.sync += [pos.eq(0), sub.eq(0), cnt.eq(0), rep[t].eq(0), gend[t].eq(d.group <= 1),
+                             first[t].eq(1), aptr.eq(d.a_base), bptr.eq(d.b_base), dptr.eq(d.dst_base),
                              rbase[t].eq(d.a_base), saddr.eq(d.dst_base), in_range.eq(in_range0),
                              flags[t].eq(self._flags(cfg, d, new.op, vmode=new.vmode, store=new.store,
                                                      pos=Const(0), cnt=Const(0), sub=Const(0), aptr=d.a_base,
                                                      bptr=d.b_base, dptr=d.dst_base, saddr=d.dst_base,
                                                      in_range=in_range0))]
-            with m.Else():
-                with m.If(stop):
-                    m.d.sync += self.active[t].eq(0)
-                next_row = Mux(group_end, d.a_base, rbase[t] + L)[:P]      # operands of row cnt + 1
-                with m.If(w_step & is_fmac[t]):
-                    # FMAC rows in groups (docs/pe.md#fmac-pipeline): the next row of the group, or the
-                    # group's first row at the next wavelet index, or the next group.
-                    with m.If(~self.sweep_end[t]):
-                        nx = dict(cnt=(cnt + 1)[:16], sub=(sub + 1)[:SB], aptr=(next_row + ioff[t])[:P],
-                                  dptr=(dptr + L)[:P])
-                        m.d.sync += [sub.eq(nx["sub"]), cnt.eq(nx["cnt"]), first[t].eq(0),
-                                     *next_rep, rbase[t].eq(next_row),
-                                     aptr.eq(nx["aptr"]), dptr.eq(nx["dptr"]),
-                                     flags[t].eq(self._flags(cfg, d, Op.FMAC, unit_end=unit_end, **nx))]
-                    with m.Elif(~unit_end):
-                        nx = dict(pos=(pos + 1)[:16], cnt=Mux(first[t], cnt, g_cnt), sub=Const(0),
-                                  aptr=(Mux(first[t], rbase[t], g_rbase) + ioff[t] + d.a_stride)[:P],
-                                  dptr=Mux(first[t], dptr, g_dptr))
-                        m.d.sync += [sub.eq(0), pos.eq(nx["pos"]), cnt.eq(nx["cnt"]), first[t].eq(0),
-                                     rep[t].eq(Mux(first[t], rep[t], g_rep)),
-                                     gend[t].eq(Mux(first[t], gend[t], g_gend)),
-                                     rbase[t].eq(Mux(first[t], rbase[t], g_rbase)),
-                                     dptr.eq(nx["dptr"]), aptr.eq(nx["aptr"]),
-                                     flags[t].eq(self._flags(cfg, d, Op.FMAC, **nx))]
-                    with m.Else():
-                        nx = dict(pos=Const(0), cnt=(cnt + 1)[:16], sub=Const(0), aptr=next_row,
-                                  dptr=(dptr + L)[:P])
-                        m.d.sync += [sub.eq(0), pos.eq(0), cnt.eq(nx["cnt"]), first[t].eq(1),
-                                     *next_rep, rbase[t].eq(next_row),
-                                     aptr.eq(next_row), dptr.eq(nx["dptr"]),
-                                     flags[t].eq(self._flags(cfg, d, Op.FMAC, **nx))]
-                with m.Elif(w_step | self.s_step[t]):
-                    # STORE: word pos of vector cnt (saddr follows it)
-                    with m.If(~unit_end):
-                        nx = dict(pos=(pos + 1)[:16], cnt=cnt, in_range=in_range,
-                                  saddr=(saddr + Mux(d.b_stride == 0, 1, d.b_stride))[:P + 2])
-                        m.d.sync += [pos.eq(nx["pos"]), saddr.eq(nx["saddr"]), first[t].eq(0),
-                                     flags[t].eq(self._flags(cfg, d, Op.STORE, **nx))]
-                    with m.Else():
-                        next_dptr = (dptr + Mux(in_range, Mux(d.b_stride == 0, L, 1), 0))[:P]
-                        nx = dict(pos=Const(0), cnt=(cnt + 1)[:16], in_range=in_range_next, saddr=next_dptr)
-                        m.d.sync += [pos.eq(0), cnt.eq(nx["cnt"]), dptr.eq(next_dptr), saddr.eq(next_dptr),
-                                     first[t].eq(1), in_range.eq(in_range_next),
-                                     flags[t].eq(self._flags(cfg, d, Op.STORE, **nx))]
-                with m.If(self.v_issue & (self.v_issue_t == t)):
-                    unit = Mux(d.vmode == VecMode.DOT, d.count, L)
-                    nx = dict(cnt=(cnt + 1)[:16], bptr=(bptr + d.b_stride)[:P],
-                              aptr=Mux(group_end, aptr + d.a_stride, aptr)[:P],
-                              dptr=Mux(in_range, dptr + unit, dptr)[:P], in_range=in_range_next)
-                    m.d.sync += [cnt.eq(nx["cnt"]), bptr.eq(nx["bptr"]), aptr.eq(nx["aptr"]), dptr.eq(nx["dptr"]),
-                                 *next_rep, in_range.eq(in_range_next),
-                                 flags[t].eq(self._flags(cfg, d, Op.VEC, vmode=d.vmode, store=d.store,
-                                                         unit_end=unit_end, **nx))]
-                w_inc = self.w_inc & (self.w_inc_t == t)
-                s_inc = self.s_inc & (self.s_inc_t == t)
-                with m.If(w_inc | s_inc | (self.v_unit & v_here)):
-                    m.d.sync += done.eq(done + 1 + (w_inc & s_inc))
         if active(platform):
             self._formal(m, platform, legal=legal, first=first, rep=rep, gend=gend,
-                         group=(g_cnt, g_rep, g_gend))
+                         group=(g_cnt, g_rep, g_gend), upper_facts=upper_facts)
         return m
 
     @staticmethod
@@ -286,13 +317,22 @@ class DescriptorTable(wiring.Component):
         return Cat(unit_end, unit_end & last_unit, sweep_end, past)
 
     @staticmethod
-    def _check(m, d, t, cfg):
-        """Fault code (0 = legal) of the descriptor ``d`` being committed as entry ``t``."""
+    def _upper_facts(d):
+        """:data:`UPPER_FACTS` of descriptor ``d``'s words 1.. (what the commit checks read of them)."""
+        return Cat(d.reps == 0, d.lo > d.hi, d.count == 0, d.count != 1)
+
+    @classmethod
+    def _check(cls, m, d, t, cfg, facts=None):
+        """Fault code (0 = legal) of the descriptor ``d`` being committed as entry ``t``; ``facts``:
+        its :meth:`_upper_facts` if already computed."""
         T, NC = cfg.num_tasks, cfg.num_colors
+        if facts is None:
+            facts = cls._upper_facts(d)
+        reps0, lo_gt_hi, count0, count_ne1 = facts[0], facts[1], facts[2], facts[3]
         is_f, is_s, is_v = d.op == Op.FMAC, d.op == Op.STORE, d.op == Op.VEC
         dot = is_v & (d.vmode == VecMode.DOT)
-        bad_count = ((d.reps == 0) | ((is_s | is_v) & (d.lo > d.hi)) | (is_f & (d.count == 0))
-                     | (is_v & Mux(dot, d.count == 0, d.count != 1)))
+        bad_count = (reps0 | ((is_s | is_v) & lo_gt_hi) | (is_f & count0)
+                     | (is_v & Mux(dot, count0, count_ne1)))
         bad_color = (d.color >= NC) & (~is_v | d.send) if NC < MAX_COLORS else Const(0)
         bad_index = ((d.chain & ((d.next >= T) | (d.next == t)))
                      | (is_v & d.dep_a_en & (d.dep_a >= T)) | (is_v & d.dep_b_en & (d.dep_b >= T)))
@@ -311,7 +351,7 @@ class DescriptorTable(wiring.Component):
         return code
 
     # ---- formal properties (docs/verification.md#formal) ------------------------------------
-    def _formal(self, m, platform, *, legal, first, rep, gend, group):
+    def _formal(self, m, platform, *, legal, first, rep, gend, group, upper_facts):
         """The engines' contract (rules: assumed at the top, asserted inside a core): the
         wavelet engine steps or RANGE-stops at most one active FMAC/STORE descriptor, the store
         engine one active STORE, never the same one; a step only with ``past`` low, a stop only
@@ -362,7 +402,7 @@ class DescriptorTable(wiring.Component):
             f.rule(f"w_fmac{t}_owns_accumulator", ~(self.w_step[t] & fmac[t]) | ~others.any())
         # (the pick is two cycles before FL: a write of the descriptor in between breaks this, an
         # RTL gap, docs/verification.md#rtl-gaps)
-        f.rule("v_issue_current_unit", ~self.v_issue | _or_all(
+        f.rule("v_issue_current_unit", ~self.v_issue | or_all(
             [(self.v_issue_t == t) & self.active[t] & vec[t] & (self.cnt[t] != desc[t].reps)
              for t in range(T)]))
         f.rule("one_engine_counts_a_descriptor",
@@ -385,13 +425,11 @@ class DescriptorTable(wiring.Component):
         for t in range(T):
             d = desc[t]
             chain_in = [run_end_of[u] & desc[u].chain & (desc[u].next == t) for u in range(T) if u != t]
-            chained = _or_all(chain_in) & ghost_legal[t]
-            start = (commit_ok[t] & word0.enable) | (chained & ~written[t])
-            # An RTL gap (docs/verification.md#rtl-gaps): a chain start wins over a write of the
-            # descriptor, or STOP, in the same cycle, and runs it with the flags of its old words.
-            f.rule(f"no_write{t}_as_chain_starts", ~(chained & written[t]) | (commit_ok[t] & word0.enable))
+            chained = or_all(chain_in) & ghost_legal[t]
             fault = self.w_stop[t] | self.s_stop[t] | (self.v_stop & (self.v_stop_t == t))
             stop = run_end_of[t] | fault | written[t]
+            # a chain starts an idle descriptor, or one that stops now, and never one written now
+            start = (commit_ok[t] & word0.enable) | (chained & ~written[t] & (~self.active[t] | run_end_of[t] | fault))
             f.check(f"legal{t}", legal[t] == ghost_legal[t])
             f.check(f"active{t}_iff_started_or_not_stopped",
                     self.active[t] == f.past(start | (self.active[t] & ~stop), f"active{t}_next"))
@@ -399,18 +437,33 @@ class DescriptorTable(wiring.Component):
                             self.aptr[t], self.bptr[t], self.dptr[t], self.saddr[t], self.in_range[t],
                             self.unit_end[t], self.run_end[t], self.sweep_end[t], self.past[t])
             step = self.w_step[t] | self.s_step[t] | (self.v_issue & (self.v_issue_t == t))
-            still = f.past(~start & ~step & (~self.active[t] | fault), f"still{t}")
-            f.check(f"stopped{t}_never_moves", ~still | (run_state == f.past(run_state, f"state{t}")))
+            commit_of = self.we & (self.index == t) & (self.word == 0) & ~self.stop_all
+            # (the vector unit's run end or fault of t loads the start state even when t is idle:
+            # its last unit leaves after a write of t)
+            v_end = (self.v_run_end & (self.v_t == t)) | (self.v_stop & (self.v_stop_t == t))
+            still = f.past(~commit_of & ~step & ~v_end & ~self.active[t], f"still{t}")
+            f.check(f"idle{t}_never_moves", ~still | (run_state == f.past(run_state, f"state{t}")))
+            in_range0 = (d.lo == 0) & (d.hi != 0)
+            wide = lambda v, n: Cat(v, Const(0, n - len(v)))  # noqa: E731
+            P = PTR_BITS
+            armed = Cat(Const(0, 16), Const(0, SUB_BITS), Const(0, 16), Const(1), Const(0, 16), d.group <= 1,
+                        wide(d.a_base, P), wide(d.b_base, P), wide(d.dst_base, P), wide(d.dst_base, P + 2),
+                        in_range0,
+                        self._flags(cfg, d, d.op, vmode=d.vmode, store=d.store, pos=Const(0), cnt=Const(0),
+                                    sub=Const(0), aptr=d.a_base, bptr=d.b_base, dptr=d.dst_base,
+                                    saddr=d.dst_base, in_range=in_range0))
+            f.check(f"idle{t}_armed", ~(legal[t] & ~self.active[t]) | (run_state == armed))
             units = ((self.w_inc & (self.w_inc_t == t)) + (self.s_inc & (self.s_inc_t == t))
                      + (self.v_unit & (self.v_t == t)))
             f.check(f"done{t}_counts_units",
                     self.done[t] == Mux(f.past(start, f"start{t}"), 0,
                                         f.past((self.done[t] + units)[:16], f"done{t}_next")))
-            chained_by_step.append(ghost_legal[t] & ~written[t] & _or_all(
+            chained_by_step.append(ghost_legal[t] & ~written[t] & or_all(
                 [(self.w_step[u] | self.s_step[u]) & self.run_end[u] & desc[u].chain & (desc[u].next == t)
                  for u in range(T) if u != t]))
 
             # ---- a legal or active descriptor -------------------------------------------------
+            f.check(f"upper_facts{t}", upper_facts[t] == self._upper_facts(d))
             checked = (self._check(m, d, t, cfg) == 0) & (d.op != Op.NOP)
             f.check(f"legal{t}_passes_checks", ~legal[t] | checked)
             f.check(f"active{t}_passes_checks", ~self.active[t] | checked)
@@ -442,6 +495,6 @@ class DescriptorTable(wiring.Component):
         f.cover("fmac_back_to_group_start", (self.w_step & fmac & self.sweep_end & ~self.unit_end
                                              & ~first).any())
         f.cover("store_step", self.s_step.any())
-        f.cover("vec_last_issue", self.v_issue & _or_all(
+        f.cover("vec_last_issue", self.v_issue & or_all(
             [(self.v_issue_t == t) & (self.cnt[t] + 1 == desc[t].reps) for t in range(T)]))
         f.cover("range_stop", self.w_stop.any())

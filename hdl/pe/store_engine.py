@@ -37,7 +37,8 @@ from amaranth.lib.wiring import In, Out
 
 from arch.pe_map import FAULT_STATUS, Fault, Op
 
-from ..layouts import as_array, two_or_more
+from ..layouts import as_array
+from ..logic import two_or_more
 from ..wavelet import Wavelet
 from .descriptor_table import state_shapes
 

@@ -42,7 +42,8 @@ from arch.pe_map import FAULT_STATUS, Fault, Op, acc_slots, fmac_write_delay
 
 from ..fp.bf16_mul import Bf16MulCore
 from ..fp.fp32_add import Fp32AddCore
-from ..layouts import as_array, two_or_more
+from ..layouts import as_array
+from ..logic import two_or_more
 from ..wavelet import Wavelet
 from .descriptor_table import state_shapes
 
