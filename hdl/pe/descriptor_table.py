@@ -49,7 +49,7 @@ whatever the checks say) and again when a run ends or a fault stops it; so a sta
 The commit checks read registered facts of words 1.. (``_upper_facts``) and word 0 as written.
 """
 
-from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -279,20 +279,34 @@ class DescriptorTable(wiring.Component):
             with m.If(start):
                 m.d.sync += done_zero[t].eq(1)
             with m.If(arm):
-                in_range0 = (d.lo == 0) & (d.hi != 0)
                 # a commit's op and modes are in the word written now (word 0), not yet in desc
                 new = data.View(Descriptor, Mux(commit_here, cand[t].as_value(), d.as_value()))
-                m.d.sync += [pos.eq(0), sub.eq(0), cnt.eq(0), rep[t].eq(0), gend[t].eq(d.group <= 1),
-                             first[t].eq(1), aptr.eq(d.a_base), bptr.eq(d.b_base), dptr.eq(d.dst_base),
-                             rbase[t].eq(d.a_base), saddr.eq(d.dst_base), in_range.eq(in_range0),
-                             flags[t].eq(self._flags(cfg, d, new.op, vmode=new.vmode, store=new.store,
-                                                     pos=Const(0), cnt=Const(0), sub=Const(0), aptr=d.a_base,
-                                                     bptr=d.b_base, dptr=d.dst_base, saddr=d.dst_base,
-                                                     in_range=in_range0))]
+                regs = self._run_state(t, first, rep, gend, flags[t])
+                m.d.sync += [regs[k].eq(v) for k, v in self._start_state(cfg, d, new).items()]
+                m.d.sync += rbase[t].eq(d.a_base)
         if active(platform):
             self._formal(m, platform, legal=legal, first=first, rep=rep, gend=gend,
                          group=(g_cnt, g_rep, g_gend), upper_facts=upper_facts)
         return m
+
+    def _run_state(self, t, first, rep, gend, flags):
+        """Descriptor ``t``'s run state registers by name, in the order of :meth:`_start_state`."""
+        return dict(pos=self.pos[t], sub=self.sub[t], cnt=self.cnt[t], first=first[t], rep=rep[t],
+                    gend=gend[t], aptr=self.aptr[t], bptr=self.bptr[t], dptr=self.dptr[t],
+                    saddr=self.saddr[t], in_range=self.in_range[t], flags=flags)
+
+    @classmethod
+    def _start_state(cls, cfg, d, mode):
+        """The run state a start of descriptor ``d`` begins from (``mode``: the view whose
+        ``op``, ``vmode``, ``store`` apply): counters 0, the running addresses at the bases, and
+        the flags of that state."""
+        in_range0 = (d.lo == 0) & (d.hi != 0)
+        return dict(pos=Const(0), sub=Const(0), cnt=Const(0), first=Const(1), rep=Const(0),
+                    gend=d.group <= 1, aptr=d.a_base, bptr=d.b_base, dptr=d.dst_base, saddr=d.dst_base,
+                    in_range=in_range0,
+                    flags=cls._flags(cfg, d, mode.op, vmode=mode.vmode, store=mode.store, pos=Const(0),
+                                     cnt=Const(0), sub=Const(0), aptr=d.a_base, bptr=d.b_base,
+                                     dptr=d.dst_base, saddr=d.dst_base, in_range=in_range0))
 
     @staticmethod
     def _flags(cfg, d, op, *, vmode=0, store=0, unit_end=None, pos=None, cnt, sub=0, aptr=0, bptr=0, dptr=0,
@@ -433,9 +447,9 @@ class DescriptorTable(wiring.Component):
             f.check(f"legal{t}", legal[t] == ghost_legal[t])
             f.check(f"active{t}_iff_started_or_not_stopped",
                     self.active[t] == f.past(start | (self.active[t] & ~stop), f"active{t}_next"))
-            run_state = Cat(self.pos[t], self.sub[t], self.cnt[t], first[t], rep[t], gend[t],
-                            self.aptr[t], self.bptr[t], self.dptr[t], self.saddr[t], self.in_range[t],
-                            self.unit_end[t], self.run_end[t], self.sweep_end[t], self.past[t])
+            regs = self._run_state(t, first, rep, gend,
+                                   Cat(self.unit_end[t], self.run_end[t], self.sweep_end[t], self.past[t]))
+            run_state = Cat(*regs.values())
             step = self.w_step[t] | self.s_step[t] | (self.v_issue & (self.v_issue_t == t))
             commit_of = self.we & (self.index == t) & (self.word == 0) & ~self.stop_all
             # (the vector unit's run end or fault of t loads the start state even when t is idle:
@@ -443,15 +457,8 @@ class DescriptorTable(wiring.Component):
             v_end = (self.v_run_end & (self.v_t == t)) | (self.v_stop & (self.v_stop_t == t))
             still = f.past(~commit_of & ~step & ~v_end & ~self.active[t], f"still{t}")
             f.check(f"idle{t}_never_moves", ~still | (run_state == f.past(run_state, f"state{t}")))
-            in_range0 = (d.lo == 0) & (d.hi != 0)
-            wide = lambda v, n: Cat(v, Const(0, n - len(v)))  # noqa: E731
-            P = PTR_BITS
-            armed = Cat(Const(0, 16), Const(0, SUB_BITS), Const(0, 16), Const(1), Const(0, 16), d.group <= 1,
-                        wide(d.a_base, P), wide(d.b_base, P), wide(d.dst_base, P), wide(d.dst_base, P + 2),
-                        in_range0,
-                        self._flags(cfg, d, d.op, vmode=d.vmode, store=d.store, pos=Const(0), cnt=Const(0),
-                                    sub=Const(0), aptr=d.a_base, bptr=d.b_base, dptr=d.dst_base,
-                                    saddr=d.dst_base, in_range=in_range0))
+            armed = Cat(Cat(v, Const(0, len(regs[k]) - len(Value.cast(v))))
+                        for k, v in self._start_state(cfg, d, d).items())
             f.check(f"idle{t}_armed", ~(legal[t] & ~self.active[t]) | (run_state == armed))
             units = ((self.w_inc & (self.w_inc_t == t)) + (self.s_inc & (self.s_inc_t == t))
                      + (self.v_unit & (self.v_t == t)))
