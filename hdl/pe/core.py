@@ -15,8 +15,8 @@ bound to colors. Three engines run concurrently:
 
 Ports: ``rx: In(stream.Signature(Wavelet))`` (from the router's RAMP output), ``rx2:
 In(stream.Signature(Wavelet))`` (from the router's RAMP2 output), ``tx:
-Out(stream.Signature(Wavelet))`` (to the router's RAMP input; registered: valid and payload are
-flops), ``cfg: In(ConfigBus())``, ``fault: Out(1)`` (the sticky fault flag), ``busy: Out(1)``
+Out(stream.Signature(Wavelet))`` (to the router's RAMP input; a skid buffer: valid, payload and
+the vector unit's view of ``tx.ready`` are flops), ``cfg: In(ConfigBus())``, ``fault: Out(1)`` (the sticky fault flag), ``busy: Out(1)``
 (registered: in the previous cycle a descriptor was active, or a wavelet or store engine's word
 was still on its way to SRAM after it; low means every run has ended and its last word is
 written, so the core holds its results).

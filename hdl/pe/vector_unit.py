@@ -28,7 +28,7 @@ through the multiplier (``Bf16MulCore(M)``), a product register and the adder, w
 round again through ``yreg`` (the accumulator); every element's result is registered after the
 adder (``yreg``), ``relu``/``round`` is applied between that register and the output FIFO
 (``A + 3`` entries, the oldest in a register of its own), and the FIFO's head goes out on ``tx``
-(a register) and/or to SRAM under the same conditions as above. An element is issued only when a
+and/or to SRAM under the same conditions as above. An element is issued only when a
 FIFO entry is free for it (credits: issued and not yet out, at most ``A + 3``, which is exactly
 enough for one element per cycle), so back-pressure and bank conflicts never stall the pipeline
 and nothing is lost. A unit is *done* when its last word leaves the FIFO. Costs: an element
@@ -44,7 +44,11 @@ vector and per DOT word).
 
 ``RANGE`` is checked when a read is issued: A (or DOT row ``k``), B when the mode uses it, and
 the destination of a stored unit; the unit then ends (``fault``, ``stop`` of ``stop_t``), nothing
-of it goes out (a DOT's earlier words do). ``tx`` is registered (valid and payload are flops).
+of it goes out (a DOT's earlier words do). ``tx`` is a :class:`~hdl.skid_buffer.SkidBuffer`
+(valid, payload and its own ready are flops): a word put in it in cycle ``t`` is offered from
+``t + 1``; ``tx`` is *free* while its skid slot is empty, so ``tx.ready`` reaches only the
+buffer, and a word goes out while the one before it waits for ``tx.ready`` (then no more until
+that one is taken).
 
 Ports from the descriptor table: ``desc``, ``active``, ``cnt``, ``done``, ``aptr``, ``bptr``,
 ``dptr``, ``in_range``, ``past`` (a unit's reads or store would run past SRAM); to it:
@@ -63,6 +67,7 @@ from arch.wavelet import COLOR_BITS
 from ..fp.bf16_mul import Bf16MulCore
 from ..fp.fp32_add import Fp32AddCore
 from ..layouts import as_array
+from ..skid_buffer import SkidBuffer
 from ..wavelet import Wavelet
 from .descriptor_table import PTR_BITS, Descriptor, state_shapes
 
@@ -195,17 +200,19 @@ class VectorUnit(wiring.Component):
         emit = ~dot | last_lane
         store = emit & vd.store & e_in_range
         send = emit & vd.send
-        out_free = ~self.tx.valid | self.tx.ready
+        # tx: the skid buffer's output register and skid slot; a word may go out while its skid
+        # slot is free (a register: the router's ready reaches no further than the buffer)
+        m.submodules.tx_skid = tx_skid = SkidBuffer(Wavelet)
+        wiring.connect(m, tx_skid.o, wiring.flipped(self.tx))
+        out_free = tx_skid.i.ready
         step = Signal()                   # unpipelined: element vj is made and goes out
         issue = Signal()                  # pipelined: element vj enters the element pipeline
         dot_more = dot & (e_left != 0)
-        with m.If(self.tx.ready):
-            m.d.sync += self.tx.valid.eq(0)
 
         if piped:
             issue_ok = self._pipeline(m, vd, dot, a_j, b_j, vj, vk, vsel, e_dptr, e_last,
                                               issue, last_lane, emit, send, store, dot_more,
-                                              out_free)
+                                              tx_skid.i)
             with m.If(issue):             # before the loads below: a load at the same edge wins
                 m.d.sync += [av[l].eq(av[l + 1]) for l in range(L - 1)]
                 m.d.sync += [bv[l].eq(bv[l + 1]) for l in range(L - 1)]
@@ -320,9 +327,8 @@ class VectorUnit(wiring.Component):
                 with m.If(made):
                     if not piped:
                         with m.If(send):
-                            m.d.sync += [self.tx.valid.eq(1), self.tx.payload.data.eq(result),
-                                         self.tx.payload.color.eq(vd.color),
-                                         self.tx.payload.ctrl.eq(0)]
+                            m.d.comb += [tx_skid.i.valid.eq(1), tx_skid.i.payload.data.eq(result),
+                                         tx_skid.i.payload.color.eq(vd.color), tx_skid.i.payload.ctrl.eq(0)]
                         m.d.sync += dacc.eq(sum_)
                     with m.If(last_lane):
                         with m.If(dot_more):
@@ -340,7 +346,7 @@ class VectorUnit(wiring.Component):
 
     # ---- the element pipeline (mul_stages + add_stages > 0) ---------------------------------
     def _pipeline(self, m, vd, dot, a_j, b_j, vj, vk, vsel, e_dptr, e_last, issue, last_lane,
-                  emit, send, store, dot_more, out_free):
+                  emit, send, store, dot_more, out):
         """The element pipeline, its output FIFO and the output (``tx``, the SRAM store, the
         unit's ``done``). Returns whether the RUN cycle may issue element ``vj``: a FIFO entry
         is free for it (a credit; not needed by a DOT element that writes no word) and, DOT: its
@@ -425,7 +431,7 @@ class VectorUnit(wiring.Component):
         in_ring = Signal(range(F))        # entries in the ring
         used = Signal(range(F + 1))       # credits taken: issued (emitting) and not yet out
         pop = Signal()
-        m.d.comb += pop.eq((queued != 0) & (~head.send | out_free)
+        m.d.comb += pop.eq((queued != 0) & (~head.send | out.ready)
                            & ~(head.store & (self.cfg_write | self.wr_blocked)))
         refill = pop | (queued == 0)      # the head is free after this cycle
         from_ring = refill & (in_ring != 0)
@@ -443,7 +449,7 @@ class VectorUnit(wiring.Component):
         m.d.sync += [queued.eq(queued + push - pop), in_ring.eq(in_ring + (push & ~direct) - from_ring),
                      used.eq(used + (issue & emit) - pop)]
 
-        # The output: tx (a register), the store, the unit's done count.
+        # The output: tx (its skid buffer, ``out``), the store, the unit's done count.
         m.d.comb += [
             self.wr_addr.eq(head.waddr), self.wr_data.eq(head.data),
             self.wr_en.eq(pop & head.store),
@@ -451,8 +457,8 @@ class VectorUnit(wiring.Component):
             self.run_end.eq(pop & head.unit_end & head.last),
         ]
         with m.If(pop & head.send):
-            m.d.sync += [self.tx.valid.eq(1), self.tx.payload.data.eq(head.data),
-                         self.tx.payload.color.eq(head.color), self.tx.payload.ctrl.eq(0)]
+            m.d.comb += [out.valid.eq(1), out.payload.data.eq(head.data), out.payload.color.eq(head.color),
+                         out.payload.ctrl.eq(0)]
 
         # The issue rule.
         credit = used < F

@@ -23,7 +23,7 @@ executes, or it is a DOT and the execute stage is busy) -> FB -> FL (the unit is
 count advances; the execute stage takes it if it is free at this edge) -> else FULL until it is;
 the execute stage RUN (one element per cycle; after the last one the unit is done and the stage
 is free), a DOT's next word ISSUE -> READ_B -> LATCH -> RUN. A RUN cycle steps only if ``tx`` is
-free (``~valid | ready``) when it sends and, when it stores (at ``dst_base + (n-lo)*U + (k if DOT
+free (its skid slot is empty) when it sends and, when it stores (at ``dst_base + (n-lo)*U + (k if DOT
 else j)``, ``U = count`` for DOT else ``L``), only if neither stage 1 nor the store engine writes
 the same bank that cycle (word ``a`` in bank ``a mod sram_banks``, one write port each); a stalled
 cycle does nothing. With pipelined fp units (``mul_stages`` or ``add_stages`` > 0,
@@ -36,8 +36,10 @@ issue, and the head goes out (tx, store, the unit done at its unit's last word) 
 conditions above; FIDLE picks from the readiness of the previous cycle (the count of a unit
 issued then advanced) among the VECs still active, and picks none in the cycle after a
 descriptor started. Configuration SRAM writes are not modeled: the compiler's phases write SRAM
-before any descriptor commits. ``tx`` is a register (a word loaded in ``t`` is offered from
-``t + 1``). Weight links: the SwarmX leaf of column ``q`` offers its word ``i`` from cycle
+before any descriptor commits. ``tx`` is a skid buffer (``hdl/skid_buffer.py``): a word put in
+it in ``t`` is offered from ``t + 1``; it is free while its skid slot is empty (a word put in it
+while the offered one is not taken waits there, and goes to the output register when that one
+is taken). Weight links: the SwarmX leaf of column ``q`` offers its word ``i`` from cycle
 ``first + i`` (or the cycle after word ``i - 1`` was taken, if later) to the north input of
 column ``q``; it waits while that input is not ready. Gradient links: the north outputs are
 always ready (the SwarmX reduce inputs).
@@ -52,6 +54,7 @@ from arch.ports import NUM_PORTS, RAMP2, Port
 from arch.router_map import route_mask
 from models.fabric import FabricModel
 from models.pe import StoreQueue, vec_out_cycles
+from models.skid_buffer import SkidBufferModel
 
 __all__ = ["simulate_phase"]
 
@@ -81,7 +84,7 @@ class _PeTiming:
         self.f_n = self.f_last = None               # the fetched unit's index, whether it is the last
         self.estate, self.vsel, self.vj, self.vk = "EIDLE", None, 0, 0   # its execute stage
         self.e_n = self.e_last = None
-        self.tx = None                     # color of the word in the tx register (offered)
+        self.txb = SkidBufferModel()       # tx: the colors of its words (offered, skid slot)
         # The pipelined vector unit (mul_stages + add_stages > 0): its words on their way out,
         # [(first cycle it heads the output FIFO, (t, send, store, bank, unit end, run end,
         # color))], the credits taken (issued, not yet out; at most out_fifo_depth), the cycle of
@@ -235,7 +238,7 @@ class _PeTiming:
                     self.pos[t] += 1
         self.wpipe.append((w_inc, w_banks, w_slot))
         # Vector unit, execute stage (it decides whether it can take a fetched unit).
-        tx_free = self.tx is None or tx_taken
+        tx_free = self.txb.in_ready        # a register: the word may go whatever tx_taken is
         new_tx = None
         v_out = v_in = 0
         if self.vpiped:
@@ -314,10 +317,7 @@ class _PeTiming:
             self.vj = self.vk = 0
             e_next = "RUN"
         # End of cycle.
-        if tx_taken:
-            self.tx = None
-        if new_tx is not None:
-            self.tx = new_tx
+        self.txb.cycle(new_tx is not None, new_tx, tx_taken)
         if inc_now is not None:
             self.done[inc_now] += 1
         if inc2 is not None:
@@ -466,8 +466,8 @@ def simulate_phase(plan, *, rows, cols, lanes, sram_banks, num_colors, vc_depth,
         for player in players:
             player.offer(t, inputs)
         for (p, q), pe in pes.items():
-            if pe.tx is not None:
-                inputs[(p, q, Port.RAMP)] = [(0, pe.tx, 0)]
+            if pe.txb.out_valid:
+                inputs[(p, q, Port.RAMP)] = [(0, pe.txb.out, 0)]
         rx_ready = {port: pes[pq].rx2_ready() for port, pq in ramp2_out.items()}
         rx_ready.update({port: pes[pq].rx_ready() for port, pq in ramp_out.items()})
         ready = {port: (lambda _t, v=v: v) for port, v in rx_ready.items()}

@@ -137,7 +137,7 @@ def replay_cycles(cfg, prog, exp, res):
     for cycle in range(res["cycles"]):
         for addr, word in acts.get(cycle, ()):
             write(addr, word)
-        taken = pe.tx is not None and res["stalls"][cycle] == "0"
+        taken = pe.txb.out_valid and res["stalls"][cycle] == "0"
         if taken:
             tx.append(cycle)
         ins = [None, None]

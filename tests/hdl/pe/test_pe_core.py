@@ -311,7 +311,7 @@ def replay_tx_cycles(cfg, prog, result, *, waits=False, store_waits=False, offer
     out, taken2 = [], []
     for cycle, stall in enumerate(result["tx_stalls"]):
         pe.commit(cycle)
-        taken = pe.tx is not None and not stall
+        taken = pe.txb.out_valid and not stall
         if taken:
             out.append(cycle)
         color2 = rx2.get(cycle)
