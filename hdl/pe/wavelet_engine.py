@@ -23,7 +23,8 @@ FMAC wavelet.
 partial sum still in the adder: the owner is in the middle of a group, its next wavelet is not its
 row's first, and a wavelet for the same accumulator row entered stages 1..A in the last ``A``
 cycles. A group of ``R`` or more rows interleaved (``arch.pe_map.fmac_order``) never stalls; a
-run of ``g < R`` rows waits ``R - g`` cycles per wavelet index. At ``A = 0`` ``rx.ready`` is always high.
+run of ``g < R`` rows waits ``R - g`` cycles per wavelet index. At ``A = 0`` ``rx.ready`` is always high;
+otherwise it is a register (the stall is computed a cycle ahead, from the next state).
 ``pending`` is high while a wavelet is in stages 1..D-1 (the core is not yet done).
 
 Ports from the descriptor table: ``desc``, ``active``, ``pos``, ``sub`` (an FMAC's row within
@@ -181,23 +182,37 @@ class WaveletEngine(wiring.Component):
         # ---- accumulator ownership: one descriptor's group at a time -----------------------
         # A group is dropped when its owner is (re)started, written or stopped; the drop is
         # registered (``dropped``) and acts from the next cycle, as the table's own restart does.
-        dropped = Signal()
-        m.d.comb += owned.eq(acc_busy & ~dropped)
-        m.d.sync += dropped.eq((self.restart | self.stop).bit_select(acc_owner, 1) & owned)
-        with m.If(dropped):
-            m.d.sync += acc_busy.eq(0)
-        with m.If(step & is_fmac):
-            m.d.sync += [acc_owner.eq(wsel), acc_busy.eq(~(unit_end & sweep_end))]
+        # The registers' next values (``_n``) also give the next cycle's stall.
+        fmac_step = step & is_fmac
+        dropped, acc_busy_n, dropped_n = Signal(), Signal(), Signal()
+        m.d.comb += [
+            owned.eq(acc_busy & ~dropped),
+            dropped_n.eq((self.restart | self.stop).bit_select(acc_owner, 1) & owned),
+            acc_busy_n.eq(Mux(fmac_step, ~(unit_end & sweep_end), acc_busy & ~dropped)),
+        ]
+        m.d.sync += [dropped.eq(dropped_n), acc_busy.eq(acc_busy_n)]
+        with m.If(fmac_step):
+            m.d.sync += acc_owner.eq(wsel)
 
         # ---- stall: the owner's next wavelet would read a partial sum still in the adder ----
         # owner_sub, owner_mid: the owner's sub and pos != 0 (registers that follow its FMAC
-        # steps; a restart or stop of the owner drops the group the next cycle, owned then 0)
+        # steps; a restart or stop of the owner drops the group the next cycle, owned then 0).
+        # rx.ready is a register: the stall of the next cycle, from the next values of owned,
+        # owner_sub, owner_mid and of the records in stages 1..A (the one entering stage 1 and
+        # those now in stages 1..A-1).
         owner_sub, owner_mid = Signal(range(max(slots, 2))), Signal()
-        with m.If(step & is_fmac):
-            m.d.sync += [owner_sub.eq(Mux(sweep_end, 0, wsub + 1)),
-                         owner_mid.eq(Mux(~sweep_end, wpos != 0, ~unit_end))]
-        in_adder = Cat(sk.fmac & (sk.slot == owner_sub) for sk in stages[:A])
-        m.d.comb += self.rx.ready.eq(~(owned & owner_mid & in_adder.any()) if A else 1)
+        owner_sub_n, owner_mid_n = Signal.like(owner_sub), Signal()
+        m.d.comb += [owner_sub_n.eq(Mux(fmac_step, Mux(sweep_end, 0, wsub + 1), owner_sub)),
+                     owner_mid_n.eq(Mux(fmac_step, Mux(~sweep_end, wpos != 0, ~unit_end), owner_mid))]
+        m.d.sync += [owner_sub.eq(owner_sub_n), owner_mid.eq(owner_mid_n)]
+        if A:
+            in_adder_n = Cat(fmac_step & (wsub == owner_sub_n),
+                             *(sk.fmac & (sk.slot == owner_sub_n) for sk in stages[:A - 1]))
+            stall = Signal()
+            m.d.sync += stall.eq(acc_busy_n & ~dropped_n & owner_mid_n & in_adder_n.any())
+            m.d.comb += self.rx.ready.eq(~stall)
+        else:
+            m.d.comb += self.rx.ready.eq(1)
         return m
 
     @staticmethod
