@@ -3,9 +3,9 @@
 No instruction fetch: a table of ``num_tasks`` task descriptors (format: :mod:`arch.pe_map`)
 bound to colors. Three engines run concurrently:
 
-* the **wavelet engine** takes one wavelet per cycle from ``rx`` (``rx.ready`` is always high: it
-  never waits for data or for ``tx``) and runs one step of the active ``FMAC`` or ``STORE``
-  descriptor whose ``color`` matches;
+* the **wavelet engine** takes one wavelet per cycle from ``rx`` (it never waits for data or for
+  ``tx``; ``rx.ready`` falls only while a short FMAC group's partial sum is in the adder) and
+  runs one step of the active ``FMAC`` or ``STORE`` descriptor whose ``color`` matches;
 * the **store engine** takes one wavelet per cycle from ``rx2`` (the router's RAMP2 channel) and
   runs one step of the active ``STORE`` descriptor whose ``color`` matches; its stage 1 holds
   two words, so ``rx2.ready`` is low only in a cycle it holds two and the first waits for a bank
@@ -13,13 +13,13 @@ bound to colors. Three engines run concurrently:
 * the **vector unit** runs ``VEC`` descriptors whose dependencies are met, one vector at a time,
   and is the only sender on ``tx``.
 
-Ports: ``rx: In(stream.Signature(Wavelet))`` (from the router's RAMP output), ``rx2:
-In(stream.Signature(Wavelet))`` (from the router's RAMP2 output), ``tx:
+Ports: ``rx: In(stream.Signature(Wavelet))`` (from the router's RAMP output; ``rx.ready`` a
+flop), ``rx2: In(stream.Signature(Wavelet))`` (from the router's RAMP2 output), ``tx:
 Out(stream.Signature(Wavelet))`` (to the router's RAMP input; a skid buffer: valid, payload and
-the vector unit's view of ``tx.ready`` are flops), ``cfg: In(ConfigBus())``, ``fault: Out(1)`` (the sticky fault flag), ``busy: Out(1)``
-(registered: in the previous cycle a descriptor was active, or a wavelet or store engine's word
-was still on its way to SRAM after it; low means every run has ended and its last word is
-written, so the core holds its results).
+the vector unit's view of ``tx.ready`` are flops), ``cfg: In(ConfigBus())``, ``fault: Out(1)``
+(the sticky fault flag), ``busy: Out(1)`` (registered: in the previous cycle a descriptor was
+active, or a wavelet or store engine's word was still on its way to SRAM after it; low means
+every run has ended and its last word is written, so the core holds its results).
 
 Parts: :class:`~hdl.pe.descriptor_table.DescriptorTable` (descriptors, commit checks, run state,
 running addresses), :class:`~hdl.pe.wavelet_engine.WaveletEngine`,
