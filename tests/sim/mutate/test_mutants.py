@@ -69,16 +69,42 @@ def test_a_stale_mutant_is_refused(source_file):
         apply(SOURCE.replace("(x == 0)", "(x  == 0)"), m)
 
 
+def _functions(text):
+    """``{qualified name: (first offset, last offset)}`` of every function of ``text``, decorators
+    included."""
+    starts = [0]
+    for line in text.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    spans = {}
+
+    def visit(node, prefix):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                visit(child, prefix + child.name + ".")
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                first = min([child.lineno] + [d.lineno for d in child.decorator_list])
+                spans[prefix + child.name] = (starts[first - 1], starts[child.end_lineno])
+                visit(child, prefix + child.name + ".")
+    visit(ast.parse(text), "")
+    return spans
+
+
 def test_keys_are_unique_and_every_target_mutates():
-    """Every mutant of every RTL source applies and parses; keys name one mutant each."""
+    """Every mutant of every RTL source applies and parses; keys name one mutant each. (A mutant
+    changes its function's text only, so that function is what is parsed again, on its own.)"""
     from sim.mutate.__main__ import ROOT
     keys = []
     for path in TARGETS:
         text = (ROOT / path).read_text()
+        spans = _functions(text)
         found = mutants(path, ROOT)
         assert found, path
         for m in found:
-            ast.parse(apply(text, m))
+            lo, hi = spans[m.function]
+            assert lo <= m.offset < hi, m.key
+            mutated = apply(text, m)
+            ast.parse(textwrap.dedent(mutated[lo:hi + len(m.new) - len(m.old)]))
+            assert mutated[:lo] == text[:lo] and mutated[hi + len(m.new) - len(m.old):] == text[hi:], m.key
             assert (m.old, m.new) in {*SWAPS.values(), ("~", "")}
         keys += [m.key for m in found]
     assert len(keys) == len(set(keys))
