@@ -6,6 +6,7 @@ those inside functions, are resolved to first-party modules.
 """
 
 import ast
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -49,7 +50,9 @@ def _imports(name, path, known):
     return found
 
 
+@cache
 def _graph():
+    """``{module: modules it imports}`` (parsed once per test process; read only)."""
     known = _modules()
     return {name: _imports(name, path, known) for name, path in known.items()}
 
