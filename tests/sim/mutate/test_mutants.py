@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from sim.mutate.mutants import SKIPPED_FUNCTIONS, SWAPS, apply, mutants
+from sim.mutate.mutants import SKIPPED_FUNCTIONS, SWAPS, _qualified_functions, apply, mutants
 from sim.mutate.targets import TARGETS
 
 SOURCE = textwrap.dedent('''
@@ -70,23 +70,13 @@ def test_a_stale_mutant_is_refused(source_file):
 
 
 def _functions(text):
-    """``{qualified name: (first offset, last offset)}`` of every function of ``text``, decorators
+    """``{qualified name: (first offset, end offset)}`` of every function of ``text``, decorators
     included."""
     starts = [0]
     for line in text.splitlines(keepends=True):
         starts.append(starts[-1] + len(line))
-    spans = {}
-
-    def visit(node, prefix):
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.ClassDef):
-                visit(child, prefix + child.name + ".")
-            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                first = min([child.lineno] + [d.lineno for d in child.decorator_list])
-                spans[prefix + child.name] = (starts[first - 1], starts[child.end_lineno])
-                visit(child, prefix + child.name + ".")
-    visit(ast.parse(text), "")
-    return spans
+    return {name: (starts[min([fn.lineno] + [d.lineno for d in fn.decorator_list]) - 1], starts[fn.end_lineno])
+            for name, fn in _qualified_functions(ast.parse(text))}
 
 
 def test_keys_are_unique_and_every_target_mutates():
