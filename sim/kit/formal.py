@@ -41,7 +41,7 @@ from sim.kit.toolchain import yosys
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build" / "formal"
-# Yosys logs of finished sat runs by their inputs' hash (:func:`sat`): a warm run proves nothing again
+# Yosys logs of finished sat runs by their inputs' hash (:func:`sat`): a warm run reads them
 CACHE = ROOT / "build" / "formal-cache"
 
 __all__ = ["BUILD", "prove", "require_yosys", "to_verilog", "sat"]
