@@ -25,7 +25,6 @@ prints the table and writes ``build/formal/formal.json``.
 """
 
 import hashlib
-import os
 import re
 import shutil
 import subprocess
@@ -37,6 +36,7 @@ from pathlib import Path
 from amaranth.back import rtlil
 
 from hdl.formal import FormalPlatform
+from hdl.verilog import write_text
 from sim.kit.toolchain import yosys
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,10 +97,7 @@ def sat(work, sv_name, steps, log_name, *, cache=True):
         if proc.returncode != 0:
             (work / log_name).write_text(log)
             raise RuntimeError(f"yosys failed on {work / sv_name}: see {work / log_name}\n" + log[-2000:])
-        CACHE.mkdir(parents=True, exist_ok=True)
-        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(log)
-        tmp.replace(cached)
+        write_text(log, cached)
     (work / log_name).write_text(log)
     lengths = [int(x) for x in re.findall(r"\*\* Trying induction with length (\d+) \*\*", log)]
     step = max(lengths, default=0)

@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from sim.mutate.mutants import SKIPPED_FUNCTIONS, SWAPS, _qualified_functions, apply, mutants
+from sim.mutate.mutants import SKIPPED_FUNCTIONS, SWAPS, _line_offsets, _qualified_functions, apply, mutants
 from sim.mutate.targets import TARGETS
 
 SOURCE = textwrap.dedent('''
@@ -73,9 +73,7 @@ def test_a_stale_mutant_is_refused(source_file):
 def _functions(text):
     """``{qualified name: (first offset, end offset)}`` of every function of ``text``, decorators
     included."""
-    starts = [0]
-    for line in text.splitlines(keepends=True):
-        starts.append(starts[-1] + len(line))
+    starts = [*_line_offsets(text), len(text)]
     return {name: (starts[min([fn.lineno] + [d.lineno for d in fn.decorator_list]) - 1], starts[fn.end_lineno])
             for name, fn in _qualified_functions(ast.parse(text))}
 
