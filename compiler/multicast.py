@@ -5,7 +5,7 @@ tiles of a phase set to the same value is written once, under the wafer's ``TILE
 import dataclasses
 from collections import defaultdict
 
-from arch.pe_map import STATUS, status_base
+from arch.pe_map import STATUS, desc_addr, status_base
 from arch.tile_map import CORE_BASE, mesh_tile_addr_bits
 from arch.wafer_map import ADAPTER, adapter_base
 
@@ -20,10 +20,12 @@ def multicast(cfg, phase):
     the phase: per distinct set of tiles a ``TILE_MASK`` write and then its writes, then
     ``TILE_MASK = 0``; the other writes follow in their order, ``plan["commits"]`` renumbered.
     SRAM loads that several tiles receive alike (``dZ`` in every PE of a row) are written once
-    too, under a ``TILE_MASK`` where the first of them was. A set of tiles is used only where it
-    saves writes. Moving the register writes first keeps every effect: they only set registers (a
-    descriptor write stops the descriptor), the phase's descriptors start at their commits, which
-    keep their order, and the wafer is idle when a phase's configuration starts."""
+    too, under a ``TILE_MASK`` where the first of them was, and so are the commits of one slot
+    that several tiles make with the same word 0, where the last of them was. A set of tiles is
+    used only where it saves writes. Moving the register writes first keeps every effect: they only
+    set registers (a descriptor write stops the descriptor), the phase's descriptors start at their
+    commits, which keep each tile's order, and the wafer is idle when a phase's configuration
+    starts."""
     bits = mesh_tile_addr_bits(cfg.sram_words, cfg.num_tasks)
     tiles = min(cfg.mesh_rows * cfg.mesh_cols, 32)
     base, local_mask = adapter_base(), (1 << bits) - 1
@@ -56,7 +58,9 @@ def multicast(cfg, phase):
         out.append(((mask_addr, 0), False, None))
     out += [(w, s, i) for i, (w, s) in enumerate(zip(phase.writes, phase.settable)) if i not in merged]
     out = _shared_loads(out, bits, tiles, mask_addr, lambda local: local in sram or local == pack)
-    moved = {i: n for n, (_, _, i) in enumerate(out) if i is not None}
+    commit = {CORE_BASE + desc_addr(cfg.sram_words, t) for t in range(cfg.num_tasks)}
+    out = _shared_commits(out, bits, tiles, mask_addr, base, lambda local: local in commit)
+    moved = {j: n for n, (_, _, i) in enumerate(out) if i is not None for j in (i if isinstance(i, tuple) else (i,))}
     plan = dict(phase.plan)
     plan["commits"] = {pq: {t: moved[i] for t, i in c.items()} for pq, c in phase.plan["commits"].items()}
     return dataclasses.replace(phase, writes=[w for w, _, _ in out], settable=[s for _, s, _ in out],
@@ -99,3 +103,69 @@ def _shared_loads(out, bits, tiles, mask_addr, is_load):
         if n not in drop:
             result.append(item)
     return result
+
+
+def _shared_commits(out, bits, tiles, mask_addr, base, is_commit):
+    """``out`` with the commits of one descriptor slot that several tiles make with the same word
+    (adjacent: the compiler commits slot by slot, tile by tile, ``compiler.wafer.writes``)
+    written once under a ``TILE_MASK``, where the last of them was; every ``TILE_MASK`` write
+    placed again where the mask the writes need changes, ``TILE_MASK = 0`` at the end. Merged
+    commits carry the tuple of their indices. Used only where it saves writes."""
+    local_mask = (1 << bits) - 1
+    items, mask = [], 0                 # (write, settable, index, mask it needs: None for adapters)
+    for write, settable, i in out:
+        if write[0] == mask_addr:
+            mask = write[1]
+        else:
+            items.append((write, settable, i, None if write[0] >= base else mask))
+
+    def alone(item):                    # a commit of a tile of the mask range, written alone
+        (addr, _), _, _, need = item
+        return need == 0 and addr >> bits < tiles and is_commit(addr & local_mask)
+
+    merged, n = [], 0
+    while n < len(items):
+        if not alone(items[n]):
+            merged.append(items[n])
+            n += 1
+            continue
+        local = items[n][0][0] & local_mask
+        end = n + 1                     # past the run's last commit of this slot
+        for j in range(n + 1, len(items)):
+            if alone(items[j]) and items[j][0][0] & local_mask == local:
+                end = j + 1
+            elif items[j][3] != 0 or is_commit(items[j][0][0] & local_mask):
+                break
+        run, n = items[n:end], end
+        commits, others, committed = defaultdict(list), [], set()
+        for item in run:
+            tile = item[0][0] >> bits
+            if alone(item):
+                commits[item[0][1]].append(item)
+                committed.add(tile)
+            elif tile in committed:     # a tile written after its commit: keep the run's order
+                merged += run
+                break
+            else:
+                others.append(item)
+        else:
+            merged += others
+            merged += [same[0] if len(same) == 1 else
+                       (same[0][0], False, tuple(item[2] for item in same),
+                        sum(1 << (item[0][0] >> bits) for item in same))
+                       for same in commits.values()]
+    return min(_with_masks(items, mask_addr), _with_masks(merged, mask_addr), key=len)
+
+
+def _with_masks(items, mask_addr):
+    """``items`` as ``(write, settable, index)`` with a ``TILE_MASK`` write wherever the mask they
+    need changes, and ``TILE_MASK = 0`` at the end."""
+    out, mask = [], 0
+    for write, settable, i, need in items:
+        if need is not None and need != mask:
+            out.append(((mask_addr, need), False, None))
+            mask = need
+        out.append((write, settable, i))
+    if mask:
+        out.append(((mask_addr, 0), False, None))
+    return out

@@ -15,7 +15,7 @@ One module per phase, each readable alone (docs/wafer.md):
   finds its ``X[K_q, B_p]``; the last layer sends fp32 logits out of the east edge unrounded.
 * **backward-data** (:mod:`.backward_data`, :func:`compile_backward_data`): ``W`` streamed
   transposed, FMAC over the stored ``dZ[M, B_p]``, VEC MASK + bf16; ``dZ_prev`` of column ``q``
-  leaves the west edge.
+  leaves the west edge, or the east edge for the east half of the columns (:func:`dx_edge_words`).
 * **backward-weight** (:mod:`.backward_weight`, :func:`compile_backward_weight`): partials per
   output row (FMAC broadcasts on the lanes, or VEC DOT), summed south to north down each column,
   out of the north edge on that column's gradient link.
@@ -28,7 +28,7 @@ link). Every mesh column has its own weight link and gradient link (a SwarmX tre
 :func:`join_gradients` puts the gradient links' words back into ``dW``.
 """
 
-from .backward_data import compile_backward_data, split_dx
+from .backward_data import compile_backward_data, dx_edge_words, split_dx
 from .backward_weight import backward_weight_west_in, compile_backward_weight, join_gradients
 from .forward import compile_forward, forward_expected_outputs, logits_expected_outputs
 from .phase import COLOR_DX0, COLOR_DZ, COLOR_GRAD, WaferCompileError, WaferPhase
@@ -45,6 +45,7 @@ from .streams import fmac_stream, weight_streams
 
 __all__ = ["WaferCompileError", "WaferPhase", "compile_forward", "compile_backward_weight",
            "compile_backward_data", "forward_expected_outputs", "logits_expected_outputs",
-           "COLOR_GRAD", "COLOR_DX0", "COLOR_DZ", "dw_on_lanes", "backward_weight_west_in", "split_dx",
+           "COLOR_GRAD", "COLOR_DX0", "COLOR_DZ", "dw_on_lanes", "backward_weight_west_in", "dx_edge_words",
+           "split_dx",
            "weight_streams", "fmac_stream", "join_gradients", "activation_homes", "resident_bases",
            "can_transpose_x", "transposes_own_x", "input_stream_columns", "next_input_west_in"]

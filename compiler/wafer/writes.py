@@ -29,34 +29,36 @@ def _route_writes(cfg, plan, bits):
     return out
 
 
-def _commit_order(descs):
-    """Descriptor indices in a safe commit order for a PE that may hold a previous phase's
-    descriptors (whose ``done`` counters are stale): FMAC/STORE first (committing resets their
-    counters), then VECs that wait on them, then VECs without dependencies (they start at once)."""
-    def rank(t):
-        d = descs[t]
-        if d.get("op") != Op.VEC:
-            return 0
-        return 1 if (d.get("dep_a_en") or d.get("dep_b_en") or not d.get("enable")) else 2
-    return sorted(descs, key=lambda t: (rank(t), t))
+def _commit_rank(d):
+    """A descriptor's place in the commit order of a phase for PEs that may hold a previous
+    phase's descriptors (whose ``done`` counters are stale): FMAC/STORE first (committing resets
+    their counters; they take the wavelets), then VECs that wait on them (and disabled ones), then
+    VECs without dependencies (they start at once)."""
+    if d.get("op") != Op.VEC:
+        return 0
+    return 1 if (d.get("dep_a_en") or d.get("dep_b_en") or not d.get("enable")) else 2
 
 
 def _desc_writes(cfg, plan, bits):
     """First stop every descriptor of every PE (a write to its ``STOP`` register), then commit the
-    phase's descriptors tile by tile (north-west first), each in :func:`_commit_order`. Returns
-    ``(writes, settable)``: the words other than a descriptor's committing word 0 are settable."""
+    phase's descriptors of every PE rank by rank (:func:`_commit_rank`), each rank slot by slot,
+    each slot tile by tile (north-west first): no descriptor that takes wavelets commits after one
+    that sends them, and the commits of one slot in several tiles are adjacent
+    (``compiler.multicast`` writes equal ones once). Returns ``(writes, settable)``: the words
+    other than a descriptor's committing word 0 are settable."""
     out, settable = [], []
     S, T, Q = cfg.sram_words, cfg.num_tasks, cfg.mesh_cols
     stop = status_base(S, T) + STATUS["STOP"]
-    for (p, q) in sorted(plan["pes"]):
+    pes = plan["pes"]
+    for (p, q) in sorted(pes):
         out.append((tile_address(Q, p, q, CORE_BASE + stop, bits), 0))
         settable.append(False)
-    for (p, q), info in sorted(plan["pes"].items()):
-        for t in _commit_order(info["descs"]):
-            base = tile_address(Q, p, q, CORE_BASE + desc_addr(S, t), bits)
-            words = descriptor_writes(base, encode(**info["descs"][t]))
-            out += words
-            settable += [addr != base for addr, _ in words]
+    order = sorted((_commit_rank(d), t, pq) for pq, info in pes.items() for t, d in info["descs"].items())
+    for _, t, (p, q) in order:
+        base = tile_address(Q, p, q, CORE_BASE + desc_addr(S, t), bits)
+        words = descriptor_writes(base, encode(**pes[(p, q)]["descs"][t]))
+        out += words
+        settable += [addr != base for addr, _ in words]
     return out, settable
 
 

@@ -12,7 +12,7 @@ nothing (its accumulator stays +0.0, which leaves every chain sum unchanged).
 
 from dataclasses import dataclass
 
-__all__ = ["split", "LayerMapping"]
+__all__ = ["split", "dx_west_columns", "LayerMapping"]
 
 
 def split(n, parts):
@@ -28,6 +28,13 @@ def split(n, parts):
         out.append(slice(start, start + size))
         start += size
     return out
+
+
+def dx_west_columns(cols):
+    """Backward-data on ``cols`` mesh columns: columns ``0 .. h-1`` send ``dZ_prev`` out of the
+    west edge and ``h .. cols-1`` out of the east edge, ``h = ceil(cols / 2)``, so each edge link
+    of a row carries about half of the row's results. Returns ``h``."""
+    return (cols + 1) // 2
 
 
 @dataclass(frozen=True)

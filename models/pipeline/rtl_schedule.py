@@ -43,6 +43,7 @@ from arch.pe_map import DESC_WORDS, Op
 from models.fabric import zero_load_latency
 from models.pe import COLOR_W as _COLOR_W
 from models.pe import VEC_FETCH_CYCLES, dep_to_tx_cycles, dot_word_cycles, unit_cycles, vec_out_cycles
+from models.pipeline.mapping import dx_west_columns
 from models.pipeline.wafer_cycles import simulate_phase
 from models.swarmx import SwarmxTiming
 
@@ -166,11 +167,14 @@ def forward_run_cycles(m, k, hw, *, last=False):
 
 def backward_data_run_cycles(m, k, hw):
     """Lower bound of the backward-data run cycles of an ``m x k`` layer (``W^T`` streamed, row
-    ``k`` on the link of the column owning it; ``dZ_prev`` out of the west edge): the slowest
-    column's last row, its MASK and the ``q`` links west."""
+    ``k`` on the link of the column owning it; ``dZ_prev`` of column ``q`` out of the west edge,
+    ``q`` links, or for ``q >= h`` (``models.pipeline.mapping.dx_west_columns``) the east edge,
+    ``Q - 1 - q`` links): the slowest column's last row, its MASK and its links to the edge."""
     _check_layer(m, k, hw)
-    return max(_stream_to_last_pe(hw, m * kq) + _vector_out(hw, q)
-               for q, kq in enumerate(_split_sizes(k, hw.mesh_cols)))
+    Q = hw.mesh_cols
+    h = dx_west_columns(Q)
+    return max(_stream_to_last_pe(hw, m * kq) + _vector_out(hw, q if q < h else Q - 1 - q)
+               for q, kq in enumerate(_split_sizes(k, Q)))
 
 
 def backward_weight_desc_counts(hw):
@@ -185,9 +189,9 @@ def backward_weight_run_cycles(m, k, hw, *, lanes=False):
     PE that remains after ``go`` plus the path of its last word to the root recorder.
 
     ``lanes=False`` (VEC DOT, ``compiler.wafer.dw_on_lanes`` false): the north PE of column ``q``
-    commits its DOT as the last write of its tile's descriptors; after it come the other tiles'
-    descriptors (raster order) and ``Q`` adapter words (``G_COUNT``), then :data:`GO_CYCLES` until
-    ``go``;
+    commits its DOT; after it come at most the descriptors of the tiles after it in raster order
+    (the compiler commits the DOTs last, slot by slot, tile by tile) and ``Q`` adapter words
+    (``G_COUNT``), then :data:`GO_CYCLES` until ``go``;
     it makes ``M |K_q|`` DOT words (``models.pe.dot_word_cycles`` each, ``L + 3`` unpipelined; the
     last one's element pipeline after them) and, with ``P > 1``, ``M |K_q| / L`` chain ADDs (at
     least ``L`` each, fetches overlapped).
@@ -247,9 +251,11 @@ def simulated_run_cycles(kind, plan, m, k, hw, *, writes=0, last=False):
         return max(done + hw.swarmx.reduce_latency + RECORDER_COUNT_CYCLES - go, 1)
     if kind == "forward":
         edge = (Q - 1, "E") if (last or Q == 1) else (0, "W")
-        words = m * L
+        sinks = {(p, *edge): m * L for p in range(P)}
     elif kind == "backward-data":
-        edge, words = (0, "W"), k * L
+        h, sizes = dx_west_columns(Q), _split_sizes(k, Q)
+        sinks = {(p, 0, "W"): sum(sizes[:h]) * L for p in range(P)}
+        sinks.update({(p, Q - 1, "E"): sum(sizes[h:]) * L for p in range(P) if h < Q})
     else:
         raise ValueError(f"unknown phase kind {kind!r}")
     # Without a VEC that starts at its commit nothing happens before ``go``: cycle 0 is ``go``.
@@ -262,7 +268,7 @@ def simulated_run_cycles(kind, plan, m, k, hw, *, writes=0, last=False):
         go, commits = writes - 2 + GO_CYCLES, plan["commits"]
     done = simulate_phase(plan, streams=per_link, weight_color=_COLOR_W,
                           first=go + PLAYER_START_CYCLES + 1 + hw.swarmx.broadcast_latency,
-                          sinks={(p, edge[0], edge[1]): words for p in range(P)}, commits=commits,
+                          sinks=sinks, commits=commits,
                           west_in=plan.get("west_in"), west_first=go + PLAYER_START_CYCLES + 1,
                           **common)
     return done + RECORDER_COUNT_CYCLES - go

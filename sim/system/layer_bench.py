@@ -23,6 +23,7 @@ from compiler.wafer import (
     compile_backward_data,
     compile_backward_weight,
     compile_forward,
+    dx_edge_words,
     forward_expected_outputs,
     join_gradients,
     split_dx,
@@ -118,14 +119,17 @@ def _phases(cfg, m, k, w16, x16, dz16, blocks):
     bd = compile_backward_data(cfg, m=m, k=k, batch=batch, x16=x16, dz16=dz16)
     want_bd = kernels.backward_data(w16, dz16, x16)
 
+    west, east = dx_edge_words(cfg, k)
+
     def check_backward_data(res):
         for p in range(P):
-            got = split_dx(cfg, res.west_words[0][p], k)
+            got = split_dx(cfg, np.concatenate([res.west_words[0][p] if west else [],
+                                                res.east_words[0][p] if east else []]), k)
             assert np.array_equal(got, want_bd[:, p * L:(p + 1) * L]), \
                 f"backward-data: row {p}: dZ_prev differs from kernels.backward_data"
     out.append(("backward-data", m, bd, _request(cfg, "backward-data", bd,
                                                  weight_streams(cfg, w16, transposed=True),
-                                                 west=k * L), check_backward_data))
+                                                 west=west, east=east), check_backward_data))
 
     for r0, block in _starts(blocks["backward-weight"]):
         rows = slice(r0, r0 + block)

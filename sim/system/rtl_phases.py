@@ -20,6 +20,7 @@ from compiler.wafer import (
     compile_backward_data,
     compile_backward_weight,
     compile_forward,
+    dx_edge_words,
     join_gradients,
     resident_bases,
     split_dx,
@@ -157,13 +158,18 @@ def forward(wafers, l, w16):
 
 def backward_data(wafers, l, w16, dz):
     """Backward-data of layer ``l >= 1`` on every wafer: the rows of ``W^T`` on the weight links,
-    ``dz[i]`` (bf16 ``M x batch``) loaded; ``dZ_prev`` leaves the west edges. Returns ``(record,
+    ``dz[i]`` (bf16 ``M x batch``) loaded; ``dZ_prev`` leaves the west and east edges. Returns ``(record,
     dz_prev)`` (per wafer, bf16 ``K x batch``)."""
     cfg, k = wafers.cfg, wafers.dims[l]
     progs = wafers.programs("backward-data", l, compile_backward_data, dz)
+    west, east = dx_edge_words(cfg, k)
     res = yield PhaseRequest.of(f"backward-data layer {l}", progs,
-                                weight_streams(cfg, w16, transposed=True), west=k * cfg.lanes)
-    dz_prev = [np.concatenate([split_dx(cfg, w, k) for w in words], axis=1) for words in res.west_words]
+                                weight_streams(cfg, w16, transposed=True), west=west, east=east)
+
+    def row(i, p):      # what row p of wafer i sent out of both edges
+        return np.concatenate([res.west_words[i][p] if west else [], res.east_words[i][p] if east else []])
+    dz_prev = [np.concatenate([split_dx(cfg, row(i, p), k) for p in range(cfg.mesh_rows)], axis=1)
+               for i in range(len(progs))]
     return _record("backward-data", l, res, progs), dz_prev
 
 

@@ -3,7 +3,8 @@ plain writes would, with fewer writes, commits in their order and TILE_MASK 0 at
 
 import numpy as np
 
-from arch.tile_map import mesh_tile_addr_bits
+from arch.pe_map import desc_addr
+from arch.tile_map import CORE_BASE, mesh_tile_addr_bits
 from arch.wafer_map import ADAPTER, adapter_base, delivered_writes
 from compiler.config_state import ConfigState
 from compiler.multicast import multicast
@@ -13,6 +14,9 @@ from hdl.config import preset
 CFG = preset("system", mesh_rows=2, mesh_cols=2).replace(sram_words=4096)
 DIMS, B = (64, 32, 10), 8
 MASK = adapter_base() + ADAPTER["TILE_MASK"]
+BITS = mesh_tile_addr_bits(CFG.sram_words, CFG.num_tasks)
+LOCAL = (1 << BITS) - 1
+COMMITS = {CORE_BASE + desc_addr(CFG.sram_words, t) for t in range(CFG.num_tasks)}
 
 
 def _step(rng):
@@ -32,8 +36,14 @@ def _step(rng):
 
 
 def _delivered(writes):
-    bits = mesh_tile_addr_bits(CFG.sram_words, CFG.num_tasks)
-    return [w for w in delivered_writes(writes, tiles=4, tile_addr_bits=bits) if w[0] != MASK]
+    return [w for w in delivered_writes(writes, tiles=4, tile_addr_bits=BITS) if w[0] != MASK]
+
+
+def _delivered_at(writes, i, tile):
+    """What write ``i`` of ``writes`` does in ``tile`` (None: nothing)."""
+    delivered = [w for w in delivered_writes(writes[:i + 1], tiles=4, tile_addr_bits=BITS)[-4:]
+                 if w[0] >> BITS == tile]
+    return delivered[-1] if delivered else None
 
 
 def test_multicast_configures_the_tiles_as_the_plain_writes():
@@ -46,16 +56,19 @@ def test_multicast_configures_the_tiles_as_the_plain_writes():
             mc = multicast(CFG, plain)
             assert dict(_delivered(mc.writes)) == dict(_delivered(plain.writes))
             assert [v for a, v in mc.writes if a == MASK][-1:] in ([], [0]), "TILE_MASK left set"
-            # Commits: the same writes, in the same order.
+            # Commits: the same writes reach each tile, in the same order.
             for pq, commits in mc.plan["commits"].items():
-                assert {t: mc.writes[i] for t, i in commits.items()} == \
+                tile = pq[0] * CFG.mesh_cols + pq[1]
+                assert {t: _delivered_at(mc.writes, i, tile) for t, i in commits.items()} == \
                        {t: plain.writes[i] for t, i in plain.plan["commits"][pq].items()}
                 assert sorted(commits, key=commits.get) == sorted(plain.plan["commits"][pq],
                                                                   key=plain.plan["commits"][pq].get)
-            # At every commit, whatever the plain writes had set by then is set alike.
+            # At every commit, whatever the plain writes had set by then is set alike (another
+            # tile's commit of the same word may be the same write).
             for pq, commits in mc.plan["commits"].items():
                 for t, i in commits.items():
-                    then = dict(_delivered(plain.writes[:plain.plan["commits"][pq][t]]))
+                    then = {a: v for a, v in _delivered(plain.writes[:plain.plan["commits"][pq][t]])
+                            if (a & LOCAL) not in COMMITS}
                     now = dict(_delivered(mc.writes[:i]))
                     assert all(now.get(a) == v for a, v in then.items()), (pq, t)
             saved.append(len(plain.writes) - len(mc.writes))

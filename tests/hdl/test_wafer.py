@@ -18,6 +18,7 @@ from compiler.wafer import (
     compile_backward_data,
     compile_backward_weight,
     compile_forward,
+    dx_edge_words,
     forward_expected_outputs,
     join_gradients,
     logits_expected_outputs,
@@ -102,6 +103,18 @@ def test_wafer_forward(pre, rows, cols, m, k, gap, stall):
     bad = [i for i in range(len(want)) if got[i] != want[i]]
     assert not bad, (f"{len(bad)} read-backs differ, first at {reads[bad[0]]:#06x}: "
                      f"RTL {got[bad[0]]:#x}, expected {want[bad[0]]:#x}")
+
+
+def dx_edges(cfg, k):
+    """Backward-data's ``dZ_prev`` words per west and east edge output of each row (none: left out)."""
+    west, east = dx_edge_words(cfg, k)
+    return {f"{side}_out__{p}": n for p in range(cfg.mesh_rows)
+            for side, n in (("west", west), ("east", east)) if n}
+
+
+def dx_words(cfg, result, p):
+    """What row ``p`` sent out of its west and east edges."""
+    return np.concatenate([result["outputs"].get(f"{side}_out__{p}", []) for side in ("west", "east")])
 
 
 def run_phase(cfg, phase, weights, outputs, reads, gap=0.0, stall=0.0):
@@ -248,13 +261,13 @@ def test_wafer_backward_data():
     want = kernels.backward_data(w16, dz16, x16)
     reads = dx_reads(cfg, phase, want) + status_reads(cfg, phase, FAULT=0, ACTIVE=0)
     reads.append((adapter_base() + ADAPTER["W_TAKEN"], m * k))
-    edges = {f"west_out__{p}": k * L for p in range(cfg.mesh_rows)}
+    edges = dx_edges(cfg, k)
     edges.update(no_gradients(cfg))
     result = run_phase(cfg, phase, link_inputs(cfg, w16, transposed=True), edges, reads,
                        gap=0.2)
-    for p in range(cfg.mesh_rows):      # the same values leave the west edge, columns by color
-        got = split_dx(cfg, result["outputs"][f"west_out__{p}"], k)
-        assert np.array_equal(got, want[:, p * L:(p + 1) * L]), f"row {p}: dZ_prev at the edge"
+    for p in range(cfg.mesh_rows):      # the same values leave the edges, columns by color
+        got = split_dx(cfg, dx_words(cfg, result, p), k)
+        assert np.array_equal(got, want[:, p * L:(p + 1) * L]), f"row {p}: dZ_prev at the edges"
 
 
 @pytest.mark.slow
@@ -287,13 +300,13 @@ def test_wafer_multicast_configuration_and_next_input_stream():
                       for i, v in enumerate(mine.ravel())]
     reads += status_reads(cfg, phase, FAULT=0, ACTIVE=0)
     reads.append((adapter_base() + ADAPTER["TILE_MASK"], 0))
-    edges = {f"west_out__{p}": k * L for p in range(cfg.mesh_rows)}
+    edges = dx_edges(cfg, k)
     edges.update(no_gradients(cfg))
     result = run_phase(cfg, phase, link_inputs(cfg, w16, transposed=True),
                        edges, reads, gap=0.2)
     for p in range(cfg.mesh_rows):
-        got = split_dx(cfg, result["outputs"][f"west_out__{p}"], k)
-        assert np.array_equal(got, want[:, p * L:(p + 1) * L]), f"row {p}: dZ_prev at the edge"
+        got = split_dx(cfg, dx_words(cfg, result, p), k)
+        assert np.array_equal(got, want[:, p * L:(p + 1) * L]), f"row {p}: dZ_prev at the edges"
 
 
 @pytest.mark.xdist_group("tiny-system")

@@ -22,9 +22,9 @@ def test_config_cycles_one_idle_cycle_then_one_write_per_cycle():
 def test_backward_data_hand_worked():
     # 10 x 32 layer on 2x2, 4 lanes, 2 wafers: go -> player busy (1), 10 x 16 words on each
     # column's link, broadcast through one tree level (1), two routers down to row 1's RAMP (1
-    # link + 2), FMAC row done -> first MASK word (6), 3 more words; column 1's cross one link
-    # west to the edge (1 + 2), recorder count (1).
-    assert rs.backward_data_run_cycles(10, 32, HW) == 1 + 160 + 1 + 3 + 6 + 3 + 3 + 1 == 178
+    # link + 2), FMAC row done -> first MASK word (6), 3 more words; column 0's leave the west
+    # edge, column 1's the east edge: no link (2), recorder count (1).
+    assert rs.backward_data_run_cycles(10, 32, HW) == 1 + 160 + 1 + 3 + 6 + 3 + 2 + 1 == 177
     # Uneven columns (K = 33: 17 and 16): column 0's stream is 10 words longer and its results
     # cross no link: 1 + 170 + 1 + 3 + 6 + 3 + 2 + 1.
     assert rs.backward_data_run_cycles(10, 33, HW) == 1 + 170 + 1 + 3 + 6 + 3 + 2 + 1
@@ -45,10 +45,11 @@ def test_latency_terms_follow_the_component_models():
     deep = rs.RtlHardware(mesh_rows=3, mesh_cols=4, lanes=8, systems=5)
     assert SwarmxTiming(5, 2).broadcast_latency == 2
     m, k = 12, 40       # 10 features per column
-    expect = (1 + m * 10 + 2 + zero_load_latency(2) + DEP_TO_TX_CYCLES + 7 + zero_load_latency(3)
-              + 1)
-    assert rs.backward_data_run_cycles(m, k, deep) == expect
-    assert rs.forward_run_cycles(m, k, deep) == expect
+    rest = 1 + m * 10 + 2 + zero_load_latency(2) + DEP_TO_TX_CYCLES + 7 + 1
+    # Forward: out of the west edge, 3 links; backward-data: columns 0, 1 west, 2, 3 east, at
+    # most one link.
+    assert rs.forward_run_cycles(m, k, deep) == rest + zero_load_latency(3)
+    assert rs.backward_data_run_cycles(m, k, deep) == rest + zero_load_latency(1)
 
 
 def test_backward_weight_hand_worked_single_pe():
@@ -85,7 +86,8 @@ def test_forward_and_backward_data_grow_by_one_cycle_per_weight_on_a_link():
         assert rs.forward_run_cycles(m + 1, k, HW) - base == k // 2
         assert rs.forward_run_cycles(m, k + 2, HW) - base == m
         assert base > m * k // 2
-        assert rs.backward_data_run_cycles(m, k, HW) == base
+        # Backward-data's columns leave by the west and the east edge: no link, as the logits.
+        assert rs.backward_data_run_cycles(m, k, HW) == rs.forward_run_cycles(m, k, HW, last=True)
 
 
 def test_backward_weight_monotonic_and_vector_bound():
@@ -154,8 +156,8 @@ def test_backward_data_mask_store_wait_is_hidden_by_the_next_fetch():
 
 def test_step_schedule_default_network():
     """64-32-10 on N = 2 wafers of 2 x 2: order, configuration = writes + 1, every phase at
-    least its formula (backward-data: its hand-worked 178 plus the two columns' MASK words
-    sharing row 0's west link)."""
+    least its formula (backward-data: its hand-worked 177, exactly: column 0's MASK words leave
+    by the west edge, column 1's by the east, neither waits for the other's)."""
     dims = [64, 32, 10]
     hw = rs.RtlHardware(mesh_rows=2, mesh_cols=2, lanes=4, systems=2)
     order = [("forward", 0), ("forward", 1), ("backward-data", 1), ("backward-weight", 1),
@@ -167,7 +169,7 @@ def test_step_schedule_default_network():
     out = rs.step_schedule(dims, hw, phases)
     assert [(p.phase, p.layer) for p in out] == order
     assert [p.config for p in out] == [phases[key][0] + 1 for key in order]
-    assert out[2].run_formula == 178 < out[2].run
+    assert out[2].run_formula == 177 == out[2].run
     assert all(p.run >= p.run_formula for p in out)
     assert out[0].run_formula == rs.forward_run_cycles(32, 64, hw)
     with pytest.raises(ValueError, match="no entry"):
