@@ -71,15 +71,16 @@ def _children_cpu():
 
 class Testbench:
     """Testbench module ``top`` over Verilog ``sources`` under ``simulator`` (``verilator``,
-    ``icarus`` or None for the default), with macros ``defines`` (``{name: value}``). Built on
-    first use (:meth:`build`)."""
+    ``icarus`` or None for the default), with macros ``defines`` (``{name: value}``); under
+    Verilator a model of ``threads`` threads (Icarus runs one). Built on first use (:meth:`build`)."""
 
     __test__ = False        # not a pytest class
 
-    def __init__(self, sources, top, *, simulator=None, defines=None, log=None):
+    def __init__(self, sources, top, *, simulator=None, defines=None, threads=1, log=None):
         self.sources = [Path(s).resolve() for s in sources]
         self.top = top
         self.defines = dict(defines or {})
+        self.threads = threads
         self.simulator = simulator or default_simulator()
         if self.simulator not in SIMULATORS:
             raise ValueError(f"simulator must be one of {', '.join(SIMULATORS)}, got {self.simulator!r}")
@@ -90,7 +91,8 @@ class Testbench:
         """Compile (cached); returns the command prefix that runs the testbench."""
         if self._cmd is None:
             if self.simulator == "verilator":
-                self._cmd = [str(build_binary(self.sources, self.top, defines=self.defines, log=self._log))]
+                self._cmd = [str(build_binary(self.sources, self.top, defines=self.defines,
+                                              threads=self.threads, log=self._log))]
             else:
                 self._cmd = ["vvp", "-n", str(self._icarus_build())]
         return self._cmd

@@ -49,14 +49,18 @@ def cpp_opt():
     return opt
 
 
-def build_binary(sources, top, *, defines=None, build_root=None, log=None):
+def build_binary(sources, top, *, defines=None, threads=1, build_root=None, log=None):
     """Path of the Verilator executable of testbench module ``top`` over ``sources`` (Verilog
-    files, with ``defines``: ``{macro: value}``), built once per key. ``log(text)`` is told when
-    a build starts (it takes minutes for a system). Raises ``RuntimeError`` with the end of
+    files, with ``defines``: ``{macro: value}``), built once per key; ``threads`` > 1: a model
+    that evaluates on that many threads (``--threads``; part of the key). ``log(text)`` is told
+    when a build starts (it takes minutes for a system). Raises ``RuntimeError`` with the end of
     Verilator's output when the build fails."""
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads must be an int >= 1, got {threads!r}")
     sources = [Path(s).resolve() for s in sources]
     h = hashlib.sha256()
     dflags = [f"-D{k}={v}" for k, v in sorted((defines or {}).items())]
+    dflags += ["--threads", str(threads)] if threads > 1 else []      # model flags: in the key too
     opt = cpp_opt()
     for part in (verilator_version(), top, " ".join(FLAGS + tuple(dflags)), opt):
         h.update(part.encode() + b"\0")

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from sim.kit.runner import ROOT
-from sim.system.config import OPTIMIZERS, SIMULATORS, SystemRunConfig
+from sim.system.config import OPTIMIZERS, SIMULATORS, SystemRunConfig, default_threads
 from sim.system.run import run_system
 from sim.system.timeline import draw_timeline
 
@@ -53,13 +53,16 @@ def parse_args(argv):
     ap.add_argument("--preset", default=d.preset, choices=("hardware", "system"),
                     help="RTL configuration: hardware (the PE's fp units pipelined to close timing, "
                          "docs/synthesis.md) or system (combinational fp units) (default %(default)s)")
+    ap.add_argument("--threads", type=int, default=default_threads(),
+                    help="threads of the Verilator model (--sim verilator; default %(default)s: 2 on a "
+                         "machine of two cores or more); the results do not depend on it")
     ap.add_argument("--out", default=str(ROOT / d.out_dir), help="output folder (default build/sim)")
     args = ap.parse_args(argv)
     try:
         run = SystemRunConfig(dims=args.dims, mesh=args.mesh, systems=args.systems, batch=args.batch,
                                steps=args.steps, optimizer=args.optimizer, lr=args.lr, stall=args.stall,
                                eval_every=args.eval_every, seed=args.seed, wafer=args.wafer,
-                               simulator=args.sim, preset=args.preset,
+                               simulator=args.sim, preset=args.preset, threads=args.threads,
                                out_dir=str(Path(args.out).resolve()))
         if run.wafer == "rtl":
             from sim.system.rtl import rtl_config
@@ -155,7 +158,9 @@ def summary_rtl(run, results, wall):
                   f"({results['pe_cycles_per_cpu_second']:,.0f} PE-cycles/CPU-s: "
                   f"{results['simulated_pe_tiles']} PE tiles)")
     if "simulator_phases" in results:
-        speed += f" ({results['simulator_phases']} phases in one process)"
+        threads = results.get("simulator_threads", 1)
+        speed += (f" ({results['simulator_phases']} phases in one process"
+                  + (f" of {threads} threads" if threads > 1 else "") + ")")
     print(f"  simulation       {results['simulated_cycles']} RTL cycles, {speed}; wall {wall:.1f} s")
     print(f"  outputs          {Path(run.out_dir) / 'results.json'}, loss.png, timeline.png, "
           f"weights.safetensors")

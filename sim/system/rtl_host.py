@@ -57,16 +57,18 @@ class PhaseRunner:
     """Runs :class:`~sim.system.rtl_training.PhaseRequest`s, one after the other, on one
     ``system_tb`` process for hardware ``cfg`` with harness memory ``depths``
     (``sim.system.rtl.harness_depths``) in folder ``work`` (inputs and outputs of the last phase
-    stay there); the wafers' state carries from one phase to the next. A context manager: the
+    stay there), under Verilator on ``threads`` threads; the wafers' state carries from one phase
+    to the next. A context manager: the
     process starts with the first phase and ends on :meth:`close`. Keeps the simulator's totals:
     ``cycles`` (clock cycles simulated), ``phases`` (run so far), ``cpu_seconds`` (the process's CPU,
     known after :meth:`close`)."""
 
-    def __init__(self, cfg, depths, work, *, stall=0, simulator=None, log=None):
+    def __init__(self, cfg, depths, work, *, stall=0, simulator=None, threads=1, log=None):
         self.cfg, self.stall = cfg, stall
         self.work = Path(work).resolve()
         self.work.mkdir(parents=True, exist_ok=True)
-        self.tb = Testbench(system_sources(cfg, depths, log=log), TB_TOP, simulator=simulator, log=log)
+        self.tb = Testbench(system_sources(cfg, depths, log=log), TB_TOP, simulator=simulator,
+                            threads=threads, log=log)
         self.simulator = self.tb.simulator
         self.cycles, self.cpu_seconds, self.phases = 0, 0.0, 0
         self._session = None
@@ -157,7 +159,7 @@ def run_rtl_host(run, *, simulator=None, log=print):
     shutil.rmtree(work, ignore_errors=True)
     data = np.load(out / DATA_FILE)
     with PhaseRunner(cfg, harness_depths(cfg, run.dims), work, stall=run.stall,
-                     simulator=simulator, log=log).build() as runner:
+                     simulator=simulator, threads=run.threads, log=log).build() as runner:
         loop = training(run, cfg, data, log=log)
         try:
             request = next(loop)
@@ -166,6 +168,7 @@ def run_rtl_host(run, *, simulator=None, log=print):
         except StopIteration as stop:
             results = stop.value
     results["simulator"] = runner.simulator
+    results["simulator_threads"] = run.threads if runner.simulator == "verilator" else 1
     results["simulator_phases"] = runner.phases
     results.update(simulator_speed(cfg, runner.cycles, runner.cpu_seconds))
     (out / "results.json").write_text(json.dumps(results, indent=2))

@@ -51,6 +51,21 @@ def test_optimisation_level_is_part_of_the_key(tmp_path, monkeypatch):
         build_binary([src], "counter_tb", build_root=tmp_path / "build")
 
 
+def test_threads_are_part_of_the_key(tmp_path):
+    """A model of two threads is its own build (``--threads 2`` verilated); the same counts."""
+    src = tmp_path / "counter_tb.v"
+    src.write_text(COUNTER_TB)
+    one = build_binary([src], "counter_tb", build_root=tmp_path / "build")
+    two = build_binary([src], "counter_tb", threads=2, build_root=tmp_path / "build")
+    assert two != one and "--threads 2" in (two.parent / "build.log").read_text()
+    runs = [subprocess.run([str(b)], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+            for b in (one, two)]
+    assert "on 2 threads" in runs[1] and "on 2 threads" not in runs[0]     # Verilator's own report
+    assert [r.splitlines()[0] for r in runs] == ["count 3", "count 3"]
+    with pytest.raises(ValueError, match="threads must be an int >= 1"):
+        build_binary([src], "counter_tb", threads=0, build_root=tmp_path / "build")
+
+
 def test_failed_build_names_its_log(tmp_path):
     src = tmp_path / "bad_tb.v"
     src.write_text("module bad_tb; initial begin $finish end endmodule\n")

@@ -47,7 +47,8 @@ def test_rtl_wafer_refuses_batch():
     ("dims", (32, 10), "must start with 64"), ("systems", 0, "systems must be in 1..16"),
     ("mesh", (2,), "two positive ints"), ("optimizer", "lamb", "must be one of"),
     ("stall", 256, "0..255"), ("wafer", "fpga", "wafer must be one of"),
-    ("simulator", "xcelium", "simulator must be one of"),
+    ("simulator", "xcelium", "simulator must be one of"), ("threads", 0, "threads must be in 1..64"),
+    ("threads", True, "threads must be in 1..64"),
 ])
 def test_bad_options(field, value, message):
     with pytest.raises(ValueError, match=message):
