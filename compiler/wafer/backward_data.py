@@ -34,7 +34,7 @@ def compile_backward_data(cfg, *, m, k, batch, x16=None, dz16=None, x_home=None,
     _resident_x("backward-data", x_home, x16)
     P, Q, L = cfg.mesh_rows, cfg.mesh_cols, cfg.lanes
     if cfg.num_colors < COLOR_DX0 + Q:
-        raise WaferCompileError(f"backward-data sends each column's dZ_prev west on its own "
+        raise WaferCompileError(f"backward-data sends each column's dZ_prev to an edge on its own "
                                 f"color: {COLOR_DX0 + Q} colors for {Q} columns, the router has "
                                 f"num_colors={cfg.num_colors}")
     k_slices, h = pe._split(k, Q), dx_west_columns(Q)
