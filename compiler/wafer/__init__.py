@@ -45,7 +45,7 @@ from .streams import fmac_stream, weight_streams
 
 __all__ = ["WaferCompileError", "WaferPhase", "compile_forward", "compile_backward_weight",
            "compile_backward_data", "forward_expected_outputs", "logits_expected_outputs",
-           "COLOR_GRAD", "COLOR_DX0", "COLOR_DZ", "dw_on_lanes", "backward_weight_west_in", "dx_edge_words",
-           "split_dx",
-           "weight_streams", "fmac_stream", "join_gradients", "activation_homes", "resident_bases",
+           "COLOR_GRAD", "COLOR_DX0", "COLOR_DZ", "dw_on_lanes", "backward_weight_west_in",
+           "dx_edge_words", "split_dx", "weight_streams", "fmac_stream", "join_gradients",
+           "activation_homes", "resident_bases",
            "can_transpose_x", "transposes_own_x", "input_stream_columns", "next_input_west_in"]
