@@ -30,9 +30,8 @@ MAX_THREADS = 64
 
 
 def default_threads():
-    """``make sim``'s Verilator threads: 2 where the machine has two cores or more (the system's
-    run on the 2 x 2 default, 2026-12-07: 1.3x the speed of one thread in wall time, 1.2x the CPU
-    time), else 1."""
+    """``make sim``'s Verilator threads: 2 where the machine has two cores or more, else 1 (what 2
+    gain: docs/system_simulation.md, options)."""
     return min(2, os.cpu_count() or 1)
 
 

@@ -123,8 +123,7 @@ def _phases(cfg, m, k, w16, x16, dz16, blocks):
 
     def check_backward_data(res):
         for p in range(P):
-            got = split_dx(cfg, np.concatenate([res.west_words[0][p] if west else [],
-                                                res.east_words[0][p] if east else []]), k)
+            got = split_dx(cfg, res.edge_words(0, p), k)
             assert np.array_equal(got, want_bd[:, p * L:(p + 1) * L]), \
                 f"backward-data: row {p}: dZ_prev differs from kernels.backward_data"
     out.append(("backward-data", m, bd, _request(cfg, "backward-data", bd,

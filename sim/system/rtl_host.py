@@ -140,7 +140,7 @@ class PhaseRunner:
 
         def edge(side, count):
             if not count:
-                return [[] for _ in range(n)]
+                return [[np.zeros(0, np.uint64) for _ in range(P)] for _ in range(n)]
             return [[read_hex(self.work / f"{side}{i}_{p}.hex", count) for p in range(P)]
                     for i in range(n)]
 

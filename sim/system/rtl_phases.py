@@ -83,6 +83,10 @@ class PhaseResult:
     west_words: list = field(default_factory=list)
     east_words: list = field(default_factory=list)
 
+    def edge_words(self, i, p):
+        """What row ``p`` of wafer ``i`` sent out of its west edge, then its east edge."""
+        return np.concatenate([self.west_words[i][p], self.east_words[i][p]])
+
 
 @dataclass
 class PhaseRecord:
@@ -165,10 +169,7 @@ def backward_data(wafers, l, w16, dz):
     west, east = dx_edge_words(cfg, k)
     res = yield PhaseRequest.of(f"backward-data layer {l}", progs,
                                 weight_streams(cfg, w16, transposed=True), west=west, east=east)
-
-    def row(i, p):      # what row p of wafer i sent out of both edges
-        return np.concatenate([res.west_words[i][p] if west else [], res.east_words[i][p] if east else []])
-    dz_prev = [np.concatenate([split_dx(cfg, row(i, p), k) for p in range(cfg.mesh_rows)], axis=1)
+    dz_prev = [np.concatenate([split_dx(cfg, res.edge_words(i, p), k) for p in range(cfg.mesh_rows)], axis=1)
                for i in range(len(progs))]
     return _record("backward-data", l, res, progs), dz_prev
 

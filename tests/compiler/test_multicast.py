@@ -41,7 +41,8 @@ def _delivered(writes):
 
 def _delivered_at(writes, i, tile):
     """What write ``i`` of ``writes`` does in ``tile`` (None: nothing)."""
-    delivered = [w for w in delivered_writes(writes[:i + 1], tiles=4, tile_addr_bits=BITS)[-4:]
+    before = len(delivered_writes(writes[:i], tiles=4, tile_addr_bits=BITS))
+    delivered = [w for w in delivered_writes(writes[:i + 1], tiles=4, tile_addr_bits=BITS)[before:]
                  if w[0] >> BITS == tile]
     return delivered[-1] if delivered else None
 
