@@ -20,8 +20,9 @@ root, no system package, but several times slower than native tools):
    area-only entries (the device utilisation after packing: logic cells ``TRELLIS_COMB`` and the
    others against the 85F's real totals, hence "fits"), else placed and routed with ``--router
    router2 --freq 75 --timing-allow-fail --seed 1``: the **Fmax** is the last (post-route) "Max
-   frequency for clock 'clk'" of its log. router2 because router1's routing took 957 s in an
-   earlier measurement on this kind of machine where router2's took 67 to 154 s.
+   frequency for clock 'clk'" of its log, its worst path :func:`critical_path` of the ``--report``
+   JSON. router2 because router1's routing took 957 s in an earlier measurement on this kind of
+   machine where router2's took 67 to 154 s.
 
 Router entries sweep ``num_colors`` and ``vc_depth`` around ``tiny`` (area only, but ``router``
 itself); :func:`router_slopes` turns them into LUT4s and flip-flops per color and per buffer slot.
@@ -39,6 +40,10 @@ The ``*_hw`` entries are the PE tops with the register stages of the preset ``ha
    HX8K's pins suffice) and placed and routed by ``nextpnr-ice40 --hx8k --package ct256``; its
    reported Fmax of ``clk`` is the figure. The wrapper's paths are register to register and
    shallow (at most 2 LUT levels each), so the top's own paths set the Fmax.
+
+A table of critical paths follows the area tables: per placed and routed entry, where its period
+goes (logic and routing, its start and end cells) and where its deepest LUT path
+(:func:`deepest_path`) starts and ends.
 
 Entries of one device whose Verilog is byte-identical are run once and reported ``same as`` the
 first. Results: tables printed, ``build/synth/synth.json`` (a partial run updates its entries
@@ -192,9 +197,22 @@ def lut_levels(netlist, top, arcs=ICE40_ARCS):
     (:data:`ICE40_ARCS`: an SB_CARRY passes its level on, its logic is the carry chain's beside a
     LUT; :data:`ECP5_ARCS`: a CCU2C's data inputs add one, its carry-in none, a LUT5..7 counts
     one). Registered DSP ports are not distinguished: yosys maps multipliers without registers."""
+    return deepest_path(netlist, top, arcs)[0]
+
+
+def deepest_path(netlist, top, arcs=ICE40_ARCS):
+    """``(levels, start, end)``: the depth of :func:`lut_levels` and the names of the nets where
+    one of the deepest paths starts (a register's or block RAM's output, or an input) and of the
+    last net before its end (the names yosys gave, ``""`` for a path of no cell)."""
     mod = netlist["modules"][top]
+    names = {}      # net bit -> a name of the net, a user name ahead of yosys' own ($...)
+    for n, net in sorted(mod["netnames"].items(), key=lambda kv: (kv[0].startswith("$"), len(kv[0]))):
+        for b in net["bits"]:
+            if isinstance(b, int):
+                names.setdefault(b, n)
     driver = {}     # net bit -> cell name
     ins = {}        # cell -> [(input bit, weight)]
+    outs = {}       # cell -> an output bit
     for name, cell in mod["cells"].items():
         table = arcs.get(cell["type"])
         if table is None:
@@ -207,7 +225,9 @@ def lut_levels(netlist, top, arcs=ICE40_ARCS):
                 for b in bits:
                     if isinstance(b, int):
                         driver[b] = name
+                        outs.setdefault(name, b)
     depth = {}
+    via = {}        # cell -> the input bit its depth comes through
 
     def level(cell):
         # iterative DFS to stay clear of Python's recursion limit on long carry chains
@@ -220,10 +240,18 @@ def lut_levels(netlist, top, arcs=ICE40_ARCS):
                 stack.append((c, True))
                 stack.extend((driver[b], False) for b, _ in ins[c] if b in driver and driver[b] not in depth)
                 continue
-            depth[c] = max((w + (depth.get(driver[b], 0) if b in driver else 0) for b, w in ins[c]), default=0)
+            depth[c], via[c] = max(((w + (depth.get(driver[b], 0) if b in driver else 0), b)
+                                    for b, w in ins[c]), default=(0, None), key=lambda dv: dv[0])
         return depth[cell]
 
-    return max((level(c) for c in ins), default=0)
+    if not ins:
+        return 0, "", ""
+    end = max(ins, key=level)
+    c, start = end, None
+    while c is not None and via.get(c) is not None:
+        start = via[c]
+        c = driver.get(start) if driver.get(start) in ins else None
+    return depth[end], names.get(start, "") if start is not None else "", names.get(outs.get(end), "")
 
 
 def _counts(netlist, top):
@@ -378,7 +406,8 @@ def synth_entry(e, verilog, timeout, folder, pnr_timeout=None):
         return res
     netlist = json.loads(netlist_path.read_text())
     res.update(_stats(netlist, top))
-    res["lut_levels"] = lut_levels(netlist, top, ICE40_ARCS)
+    levels, start, end = deepest_path(netlist, top, ICE40_ARCS)
+    res.update(lut_levels=levels, lut_path=[start, end])
     res["fits"] = all(res[k] <= HX8K[k] for k in HX8K)
     if not res["fits"]:
         res["status"] = "does not fit HX8K"
@@ -409,6 +438,7 @@ def synth_entry(e, verilog, timeout, folder, pnr_timeout=None):
         res["fits"] = False
         return res
     res["fmax_mhz"] = fmax(folder / "nextpnr.log")
+    res["critical_path"] = _report_path(folder)
     res["status"] = "ok"
     return res
 
@@ -418,6 +448,30 @@ def fmax(log):
     found = re.findall(r"Max frequency for clock\s+'[^']*clk[^']*':\s+([0-9.]+) MHz",
                        Path(log).read_text(errors="replace"))
     return float(found[-1]) if found else None
+
+
+def critical_path(report):
+    """The clock's critical path in a nextpnr ``--report`` JSON (``pnr.json``, a dictionary): its
+    delay in ns, split into ``logic`` (clock-to-out, LUTs, carry chains, setup) and ``routing``;
+    the ``logic_cells`` it passes (its logic segments), its start and end cells (``from``, ``to``)
+    and its slowest net (``net``, ``net_ns``). None when the report has no path."""
+    paths = [p for p in report.get("critical_paths", []) if p.get("path")]
+    if not paths:
+        return None
+    path = paths[0]["path"]
+    routing = [seg for seg in path if seg["type"] == "routing"]
+    slowest = max(routing, key=lambda seg: seg["delay"], default=None)
+    ns = sum(seg["delay"] for seg in path)
+    routing_ns = sum(seg["delay"] for seg in routing)
+    return {"ns": round(ns, 2), "logic_ns": round(ns - routing_ns, 2), "routing_ns": round(routing_ns, 2),
+            "logic_cells": sum(seg["type"] == "logic" for seg in path),
+            "from": path[0]["from"]["cell"], "to": path[-1]["to"]["cell"],
+            "net": slowest.get("net", "") if slowest else "", "net_ns": round(slowest["delay"], 2) if slowest else 0}
+
+
+def _report_path(folder):
+    report = folder / "pnr.json"
+    return critical_path(json.loads(report.read_text())) if report.exists() else None
 
 
 def device_utilisation(log_text):
@@ -469,7 +523,8 @@ def synth_ecp5_entry(e, verilog, timeout, folder, pnr_timeout=None):
         return res
     netlist = json.loads(netlist_path.read_text())
     res.update(_ecp5_stats(netlist, top))
-    res["lut_levels"] = lut_levels(netlist, top, ECP5_ARCS)
+    levels, start, end = deepest_path(netlist, top, ECP5_ARCS)
+    res.update(lut_levels=levels, lut_path=[start, end])
     mems = memory_mapping(log.read_text(errors="replace"))
     res["memories"] = _mapping_summary(mems)
     sram = {m: k for m, k in mems.items() if ".sram." in f".{m}."}
@@ -502,6 +557,7 @@ def synth_ecp5_entry(e, verilog, timeout, folder, pnr_timeout=None):
         return res
     if e.pnr:
         res["fmax_mhz"] = fmax(pnr_log)
+        res["critical_path"] = _report_path(folder)
     res["status"] = "ok"
     return res
 
@@ -554,6 +610,24 @@ def _ecp5_row(r):
             r.get("dsp", "-"), r.get("carry", "-"), r.get("lutram", "-"), r.get("lut_levels", "-"), comb_text,
             _fits_text(r), r.get("memories", "-"), _frac(r.get("sram_in_ebr")), _frac(r.get("products_in_dsp")),
             _tail(r), r.get("synth_seconds", "-"), r.get("pnr_seconds", r.get("pack_seconds", "-"))]
+
+
+PATH_COLUMNS = ["device", "entry", "ns", "logic ns", "routing ns", "logic cells", "slowest net (ns)", "from", "to",
+                "deepest LUT path (synthesis)"]
+
+
+def _path_table(results):
+    """One row per placed and routed entry: where its clock period goes, and where the deepest path
+    of its netlist (``lut_levels``) starts and ends."""
+    rows = []
+    for r in results:
+        c = r.get("critical_path")
+        if c:
+            deep = " -> ".join(r["lut_path"]) if r.get("lut_path") else "-"
+            rows.append([r["device"], r["entry"], c["ns"], c["logic_ns"], c["routing_ns"], c["logic_cells"],
+                         f"{c['net']} ({c['net_ns']})", c["from"], c["to"], f"{r.get('lut_levels', '-')}: {deep}"])
+    return {"title": "Critical paths after routing (nextpnr --report: the clock's worst path)",
+            "columns": PATH_COLUMNS, "rows": rows}
 
 
 def router_slopes(results):
@@ -712,6 +786,9 @@ def _assemble(device_info, results):
     if any(r["device"] == "ice40" for r in results):
         tables.append({"title": "Synthesis on iCE40 HX8K (yosys synth_ice40, nextpnr-ice40)", "columns": COLUMNS,
                        "rows": [_row(r) for r in results if r["device"] == "ice40"]})
+    paths = _path_table(results)
+    if paths["rows"]:
+        tables.append(paths)
     return {"devices": device_info, "results": results, "router_slopes": slopes, "tables": tables}
 
 
