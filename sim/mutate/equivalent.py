@@ -12,6 +12,10 @@ EQUIVALENT = {
         "STATUS['FAULT'] is offset 0: STAT + 0 and STAT - 0 are one address",
     "hdl/pe/core.py:PeCore.elaborate#34:+->-":
         "STATUS['FAULT'] is offset 0: STAT + 0 and STAT - 0 are one address",
+    "hdl/pe/vector_unit.py:VectorUnit.elaborate#1:-->+":
+        "the done counters' Array padded to MAX_TASKS + T entries instead of MAX_TASKS: a dependency index "
+        "is TASK_BITS wide (< MAX_TASKS), so the entries past MAX_TASKS are never read, and the others are "
+        "the same",
     "hdl/pe/sram.py:PeSram.elaborate#10:>->>=":
         "at NB == L (the only case `>=` adds) the mask is Cat(row_mask, Const(0, 0)), which is row_mask",
     "hdl/pe/sram.py:PeSram.elaborate.line#2:<-><=":
