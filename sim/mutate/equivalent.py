@@ -25,11 +25,21 @@ EQUIVALENT = {
     "hdl/mesh.py:Mesh.elaborate#20:<-><=":
         "a read of tile P * Q (the one `<=` adds) indexes one past the tiles' read-data Arrays, which read 0 "
         "(Amaranth's Array: a case without that index), as the mesh's out-of-range read does",
+    "hdl/router_parts.py:ChannelBuffers.elaborate#25:>->>=":
+        "the channel buffers are built with the router's vc_depth, which Config requires >= 2: there "
+        "`D > 1` and `D >= 1` are both true",
     "hdl/router.py:Router.elaborate#42:<-><=":
         "at num_colors = MAX_COLORS (the only case `<=` adds) in_range is the constant 1, so the BAD_COLOR "
         "event the mutant adds is `take & ~1`, never raised",
     "hdl/fp/fp32_add.py:Fp32AddCore.elaborate#21:>->>=":
         "the exponent distance is clamped to 27: at 27 both `d > 27` and `d >= 27` give 27",
+    "hdl/fp/fp32_add.py:fp32_round_pack#3:>=->>":
+        "the left shift of a subnormal result, exp - 1 when exp >= 1 else 0: at exp == 1, the only case "
+        "`>` changes, exp - 1 is 0 too",
+    "hdl/fp/fp32_add.py:Fp32AddCore.elaborate#12:<-><=":
+        "swapping operands of equal magnitude: with equal signs they are the same value, with opposite "
+        "signs the sum is exactly zero and its sign comes from both_neg, and a NaN is canonical, so the "
+        "result does not depend on which one is the bigger",
     "hdl/fp/fp32_add.py:_leading_zeros#0:-->+":
         "the search's level count (width -/+ 1).bit_length() is 5 either way for the two widths it is used "
         "at (26 in bf16_mul, 28 in fp32_add): the same circuit",
