@@ -230,6 +230,7 @@ def test_mesh_with_cores_on_the_ramps():
     from arch.tile_map import CORE_BASE, tile_address
     from hdl.config_bus import ConfigBus
     from hdl.wavelet import Wavelet
+    from sim.kit.config_bus import bus_read, bus_write
 
     class EchoCore(wiring.Component):
         tx: Out(stream.Signature(Wavelet))
@@ -261,17 +262,10 @@ def test_mesh_with_cores_on_the_ramps():
     got = []
 
     async def read(ctx, addr):
-        ctx.set(mesh.cfg.addr, addr)
-        await ctx.tick()
-        return ctx.get(mesh.cfg.rdata)
+        return await bus_read(ctx, mesh.cfg, addr)
 
     async def bench(ctx):
-        for a, d in writes:
-            ctx.set(mesh.cfg.addr, a)
-            ctx.set(mesh.cfg.wdata, d)
-            ctx.set(mesh.cfg.we, 1)
-            await ctx.tick()
-        ctx.set(mesh.cfg.we, 0)
+        await bus_write(ctx, mesh.cfg, writes)
         ctx.set(mesh.cfg.wdata, 7)                      # on the bus, not written: we is low
         assert await read(ctx, tile_address(Q, 0, 1, CORE_BASE)) == 1000, "core register not readable through the mesh"
         assert await read(ctx, tile_address(Q, 0, 0, CORE_BASE)) == 0, "a write to tile 1's core reached tile 0's"

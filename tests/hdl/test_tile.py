@@ -92,6 +92,7 @@ def test_tile_bus_and_ramp():
     from arch.ports import Port
     from arch.router_map import route_addr
     from arch.tile_map import CORE_BASE
+    from sim.kit.config_bus import bus_read, bus_write
 
     cfg = preset("tiny")
     tile = Tile(cfg)
@@ -100,21 +101,11 @@ def test_tile_bus_and_ramp():
     rx_count = CORE_BASE + status_base(cfg.sram_words, cfg.num_tasks) + STATUS["RX_COUNT"]
 
     async def bench(ctx):
-        async def write(addr, data):
-            ctx.set(tile.cfg.addr, addr)
-            ctx.set(tile.cfg.wdata, data)
-            ctx.set(tile.cfg.we, 1)
-            await ctx.tick()
-            ctx.set(tile.cfg.we, 0)
-
         async def read(addr):
-            ctx.set(tile.cfg.addr, addr)
             ctx.set(tile.cfg.wdata, 1 << Port.E)        # on the bus, never written: we is low
-            await ctx.tick()
-            return ctx.get(tile.cfg.rdata)
+            return await bus_read(ctx, tile.cfg, addr)
 
-        await write(route, 1 << Port.RAMP)
-        await write(CORE_BASE, 0x1234)                  # SRAM word 0
+        await bus_write(ctx, tile.cfg, [(route, 1 << Port.RAMP), (CORE_BASE, 0x1234)])   # + SRAM word 0
         assert await read(route) == 1 << Port.RAMP
         assert await read(CORE_BASE) == 0x1234
         ctx.set(tile.n_in.valid, 1)

@@ -173,34 +173,26 @@ def test_busy_low_only_once_a_stopped_store_word_is_written(cfg):
     Amaranth's simulator (the cocotb benches look at ``busy`` once a step has drained)."""
     from amaranth.sim import Simulator
 
+    from sim.kit.config_bus import bus_read, bus_write
+
     dut = PeCore(cfg)
     dst, word = 40, 0x3F80_1234
     delay = fmac_write_delay(cfg.mul_stages, cfg.add_stages)
     trace = []
 
     async def bench(ctx):
-        async def write(addr, data):
-            ctx.set(dut.cfg.addr, addr)
-            ctx.set(dut.cfg.wdata, data)
-            ctx.set(dut.cfg.we, 1)
-            await ctx.tick()
-            ctx.set(dut.cfg.we, 0)
-
-        for addr, data in desc_writes(cfg, 0, op=Op.STORE, enable=1, color=1, reps=2, lo=0, hi=2,
-                                      dst_base=dst):
-            await write(addr, data)
+        await bus_write(ctx, dut.cfg, desc_writes(cfg, 0, op=Op.STORE, enable=1, color=1, reps=2, lo=0, hi=2,
+                                                  dst_base=dst))
         ctx.set(dut.rx.payload, {"data": word, "color": 1, "ctrl": 0})
         ctx.set(dut.rx.valid, 1)
         await ctx.tick().until(dut.rx.ready)            # word 0 of unit 0 taken at this edge
         ctx.set(dut.rx.valid, 0)
-        await write(status(cfg, "STOP"), 0)             # stopped in the next cycle, mid-unit
+        await bus_write(ctx, dut.cfg, [(status(cfg, "STOP"), 0)])      # stopped in the next cycle, mid-unit
         while ctx.get(dut.busy):
             trace.append(1)
             assert len(trace) <= delay + 4, f"busy still high {len(trace)} cycles after the STOP"
             await ctx.tick()
-        ctx.set(dut.cfg.addr, dst)                      # the first cycle busy is low
-        await ctx.tick()
-        assert ctx.get(dut.cfg.rdata) == word, \
+        assert await bus_read(ctx, dut.cfg, dst) == word, \
             f"busy fell {len(trace)} cycles after the STOP, before the word taken was written"
 
     sim = Simulator(dut)
