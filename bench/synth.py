@@ -205,11 +205,6 @@ def deepest_path(netlist, top, arcs=ICE40_ARCS):
     one of the deepest paths starts (a register's or block RAM's output, or an input) and of the
     last net before its end (the names yosys gave, ``""`` for a path of no cell)."""
     mod = netlist["modules"][top]
-    names = {}      # net bit -> a name of the net, a user name ahead of yosys' own ($...)
-    for n, net in sorted(mod["netnames"].items(), key=lambda kv: (kv[0].startswith("$"), len(kv[0]))):
-        for b in net["bits"]:
-            if isinstance(b, int):
-                names.setdefault(b, n)
     driver = {}     # net bit -> cell name
     ins = {}        # cell -> [(input bit, weight)]
     outs = {}       # cell -> an output bit
@@ -251,7 +246,13 @@ def deepest_path(netlist, top, arcs=ICE40_ARCS):
     while c is not None and via.get(c) is not None:
         start = via[c]
         c = driver.get(start) if driver.get(start) in ins else None
-    return depth[end], names.get(start, "") if start is not None else "", names.get(outs.get(end), "")
+    return depth[end], _net_name(mod, start), _net_name(mod, outs.get(end))
+
+
+def _net_name(mod, bit):
+    """A name of the net holding ``bit`` (a user name ahead of yosys' own ``$...``), "" for none."""
+    names = [n for n, net in mod["netnames"].items() if bit is not None and bit in net["bits"]]
+    return min(names, key=lambda n: (n.startswith("$"), len(n)), default="")
 
 
 def _counts(netlist, top):
