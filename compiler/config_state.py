@@ -34,6 +34,8 @@ class ConfigState:
         plan = dict(phase.plan)
         plan["commits"] = {pq: {t: i - shift[i] for t, i in c.items()}
                            for pq, c in phase.plan["commits"].items()}
+        late = phase.late or [False] * len(keep)
         return dataclasses.replace(
             phase, writes=[w for w, k in zip(phase.writes, keep) if k],
-            settable=[s for s, k in zip(phase.settable, keep) if k], plan=plan)
+            settable=[s for s, k in zip(phase.settable, keep) if k],
+            late=[x for x, k in zip(late, keep, strict=True) if k], plan=plan)

@@ -15,18 +15,42 @@ __all__ = ["multicast"]
 def multicast(cfg, phase):
     """``phase`` (:class:`compiler.wafer.WaferPhase`, after
     :meth:`compiler.config_state.ConfigState.program`) with every register write that two or more
-    tiles (of tiles 0..31) make with the same local address and value (routes, ``RAMP2``,
-    descriptor words other than the committing word 0, ``STOP``) written once, at the start of
-    the phase: per distinct set of tiles a ``TILE_MASK`` write and then its writes, then
-    ``TILE_MASK = 0``; the other writes follow in their order, ``plan["commits"]`` renumbered.
-    SRAM loads that several tiles receive alike (``dZ`` in every PE of a row) are written once
-    too, under a ``TILE_MASK`` where the first of them was, and so are the commits of one slot
-    that several tiles make with the same word 0, where the last of them was. A set of tiles is
-    used only where it saves writes. Moving the register writes first keeps every effect: they only
-    set registers (a descriptor write stops the descriptor), the phase's descriptors start at their
-    commits, which keep each tile's order, and the wafer is idle when a phase's configuration
-    starts."""
+    tiles (of tiles 0..31) make with the same local address and value (routes, ``RAMP2``, descriptor
+    words other than the committing word 0, ``STOP``) written once, after the registers of single
+    tiles at the start of its part of the phase (the writes before ``go``, the late ones after:
+    ``WaferPhase.late``, each part on its own): per distinct set of tiles a ``TILE_MASK`` write and
+    then its writes, then ``TILE_MASK = 0``; the other writes follow in their order,
+    ``plan["commits"]`` renumbered. SRAM loads that several tiles receive alike (``dZ`` in every PE
+    of a row) are written once too, under a ``TILE_MASK`` where the first of them was, and so are
+    the commits of one slot that several tiles make with the same word 0, where the last of them
+    was. A set of tiles is used only where it saves writes. Moving the register writes forward keeps
+    every effect: they only set registers (a descriptor write stops the descriptor), the phase's
+    descriptors start at their commits, which keep each tile's order, and the wafer is idle when a
+    phase's configuration starts (a late part's registers are its own descriptors', stopped until
+    their commits). The part before ``go`` leaves ``TILE_MASK`` set; the late part clears it where
+    it needs it clear."""
     bits = mesh_tile_addr_bits(cfg.sram_words, cfg.num_tasks)
+    mask_addr = adapter_base() + ADAPTER["TILE_MASK"]
+    n = len(phase.writes)
+    split = phase.go_after
+    if any(phase.late[:split]) or not all(phase.late[split:]):
+        raise ValueError(f"{phase.name}: the late writes must be the last ones")
+    early, late = _part(cfg, phase, range(split), bits), _part(cfg, phase, range(split, n), bits)
+    if early and late and early[-1][0] == (mask_addr, 0):
+        early.pop()                     # cleared after ``go``, where the late part needs it
+        if late[0][0][0] != mask_addr:
+            late.insert(0, ((mask_addr, 0), False, None))
+    out = early + late
+    moved = {j: n for n, (_, _, i) in enumerate(out) if i is not None for j in (i if isinstance(i, tuple) else (i,))}
+    plan = dict(phase.plan)
+    plan["commits"] = {pq: {t: moved[i] for t, i in c.items()} for pq, c in phase.plan["commits"].items()}
+    return dataclasses.replace(phase, writes=[w for w, _, _ in out], settable=[s for _, s, _ in out],
+                               late=[False] * len(early) + [True] * len(late), plan=plan)
+
+
+def _part(cfg, phase, indices, bits):
+    """The writes ``indices`` of ``phase`` with shared ones written once (:func:`multicast`), as
+    ``(write, settable, index in phase.writes or None)``."""
     tiles = min(cfg.mesh_rows * cfg.mesh_cols, 32)
     base, local_mask = adapter_base(), (1 << bits) - 1
     status = CORE_BASE + status_base(cfg.sram_words, cfg.num_tasks)
@@ -34,7 +58,8 @@ def multicast(cfg, phase):
     sram = range(CORE_BASE, CORE_BASE + cfg.sram_words)
     sites = defaultdict(list)           # (local, value) -> [(index, tile)]
     per_register = defaultdict(int)     # (tile, local) -> candidate writes
-    for i, ((addr, value), settable) in enumerate(zip(phase.writes, phase.settable, strict=True)):
+    for i in indices:
+        (addr, value), settable = phase.writes[i], phase.settable[i]
         tile, local = addr >> bits, addr & local_mask
         if addr < base and tile < tiles and (settable or local == stop):
             sites[(local, value)].append((i, tile))
@@ -50,21 +75,20 @@ def multicast(cfg, phase):
         groups = {}
     merged = {i for shared in groups.values() for w in shared for i in w}
     mask_addr = base + ADAPTER["TILE_MASK"]
-    out = []                            # (write, settable, index in phase.writes or None)
+    shared = []
     for mask in sorted(groups, key=lambda m: min(w[0] for w in groups[m])):
-        out.append(((mask_addr, mask), False, None))
-        out += [(phase.writes[w[0]], False, None) for w in sorted(groups[mask])]
+        shared.append(((mask_addr, mask), False, None))
+        shared += [(phase.writes[w[0]], False, None) for w in sorted(groups[mask])]
     if groups:
-        out.append(((mask_addr, 0), False, None))
-    out += [(w, s, i) for i, (w, s) in enumerate(zip(phase.writes, phase.settable)) if i not in merged]
+        shared.append(((mask_addr, 0), False, None))
+    # (write, settable, index in phase.writes or None): the shared writes after the leading
+    # register writes of single tiles, so that the commits that follow may keep their mask.
+    out = [(phase.writes[i], phase.settable[i], i) for i in indices if i not in merged]
+    lead = next((n for n, (_, settable, _) in enumerate(out) if not settable), len(out))
+    out[lead:lead] = shared
     out = _shared_loads(out, bits, tiles, mask_addr, lambda local: local in sram or local == pack)
     commit = {CORE_BASE + desc_addr(cfg.sram_words, t) for t in range(cfg.num_tasks)}
-    out = _shared_commits(out, bits, tiles, mask_addr, base, lambda local: local in commit)
-    moved = {j: n for n, (_, _, i) in enumerate(out) if i is not None for j in (i if isinstance(i, tuple) else (i,))}
-    plan = dict(phase.plan)
-    plan["commits"] = {pq: {t: moved[i] for t, i in c.items()} for pq, c in phase.plan["commits"].items()}
-    return dataclasses.replace(phase, writes=[w for w, _, _ in out], settable=[s for _, s, _ in out],
-                               plan=plan)
+    return _shared_commits(out, bits, tiles, mask_addr, base, lambda local: local in commit)
 
 
 def _shared_loads(out, bits, tiles, mask_addr, is_load):

@@ -37,7 +37,10 @@ class WaferPhase:
     configuration register (a route, ``RAMP2``, a descriptor word other than the committing
     word 0), so a host that knows the register holds the value may leave it out
     (:class:`compiler.config_state.ConfigState`); SRAM loads, ``STOP``, commits and adapter
-    registers are always written."""
+    registers are always written. ``late[i]``: write ``i`` may come after ``go`` (the late writes
+    are the last ones, :attr:`go_after`): it sets or commits a descriptor that takes no word the
+    host sends (a VEC, a STORE of what other PEs send), which the run needs only once the words it
+    waits for exist (:func:`compiler.wafer.writes._desc_writes`)."""
     name: str
     writes: list = field(default_factory=list)
     plan: dict = field(default_factory=dict)
@@ -45,6 +48,13 @@ class WaferPhase:
     link_words: list = field(default_factory=list)
     west_in: dict = field(default_factory=dict)
     settable: list = field(default_factory=list)
+    late: list = field(default_factory=list)
+
+    @property
+    def go_after(self):
+        """The writes before ``go``: the run starts when they are written, the late ones are
+        written while it runs (all of them when ``late`` is empty or all false)."""
+        return self.late.index(True) if any(self.late) else len(self.writes)
 
 
 def _check_fit(cfg, *, m, k, batch):

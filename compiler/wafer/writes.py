@@ -1,6 +1,9 @@
 """The configuration words of a phase from its plan (``models.pe`` descriptors and routes, SRAM
-loads, adapter registers): routes and ``RAMP2`` first, then SRAM, then descriptors (every PE
-stopped, then each committed in a safe order), then adapters (:func:`_assemble`)."""
+loads, adapter registers), in two parts (:func:`_assemble`). Before ``go``: the routes of the
+colors the host sends and ``RAMP2``, SRAM, the descriptors that take what the host sends (every PE
+stopped first, then each committed in a safe order) and the weight link's color. After ``go``,
+while the phase runs (*late*): the other routes, the gradient links' counts, then the other
+descriptors: nothing sends on their colors before they are written."""
 
 import numpy as np
 
@@ -16,17 +19,17 @@ from .phase import WaferCompileError, WaferPhase, _check_array, _check_sram, _up
 __all__ = []
 
 
-def _route_writes(cfg, plan, bits):
-    """Each tile's routes, then its RAMP2 register (written even when 0: a PE may hold the
-    previous phase's)."""
-    out = []
+def _route_writes(cfg, plan, bits, host_colors):
+    """``(early, late)``: each tile's routes of ``host_colors``, then its RAMP2 register (written
+    even when 0: a PE may hold the previous phase's); the routes of the other colors."""
+    early, late = [], []
     for (p, q), routes in sorted(plan["routes"].items()):
         for color, inp, outs in routes:
-            out.append((tile_address(cfg.mesh_cols, p, q, route_addr(color, Port[inp]), bits),
-                        route_mask(outs)))
+            (early if color in host_colors else late).append(
+                (tile_address(cfg.mesh_cols, p, q, route_addr(color, Port[inp]), bits), route_mask(outs)))
     for (p, q), mask in sorted(plan["ramp2"].items()):
-        out.append((tile_address(cfg.mesh_cols, p, q, ADDR_RAMP2, bits), mask))
-    return out
+        early.append((tile_address(cfg.mesh_cols, p, q, ADDR_RAMP2, bits), mask))
+    return early, late
 
 
 def _commit_rank(d):
@@ -39,27 +42,39 @@ def _commit_rank(d):
     return 1 if (d.get("dep_a_en") or d.get("dep_b_en") or not d.get("enable")) else 2
 
 
-def _desc_writes(cfg, plan, bits):
+def _takes_host_words(d, host_colors):
+    """Whether descriptor ``d`` takes wavelets the host sends (an FMAC or a STORE on one of
+    ``host_colors``): it must be committed before ``go``."""
+    return d.get("op") in (Op.FMAC, Op.STORE) and d.get("color", 0) in host_colors
+
+
+def _desc_writes(cfg, plan, bits, host_colors):
     """First stop every descriptor of every PE (a write to its ``STOP`` register), then commit the
     phase's descriptors of every PE rank by rank (:func:`_commit_rank`), each rank slot by slot,
     each slot tile by tile (north-west first): no descriptor that takes wavelets commits after one
     that sends them, and the commits of one slot in several tiles are adjacent
-    (``compiler.multicast`` writes equal ones once). Returns ``(writes, settable)``: the words
-    other than a descriptor's committing word 0 are settable."""
-    out, settable = [], []
+    (``compiler.multicast`` writes equal ones once). The descriptors that take what the host sends
+    (on ``host_colors``, :func:`_takes_host_words`) come first; the others are *late*: they take
+    only what descriptors committed before them send, so they may be written after ``go``.
+    Returns ``(writes, settable, late)``: the words other than a descriptor's committing word 0
+    are settable."""
+    out, settable, late = [], [], []
     S, T, Q = cfg.sram_words, cfg.num_tasks, cfg.mesh_cols
     stop = status_base(S, T) + STATUS["STOP"]
     pes = plan["pes"]
     for (p, q) in sorted(pes):
         out.append((tile_address(Q, p, q, CORE_BASE + stop, bits), 0))
         settable.append(False)
-    order = sorted((_commit_rank(d), t, pq) for pq, info in pes.items() for t, d in info["descs"].items())
-    for _, t, (p, q) in order:
+    late += [False] * len(out)
+    order = sorted((not _takes_host_words(d, host_colors), _commit_rank(d), t, pq)
+                   for pq, info in pes.items() for t, d in info["descs"].items())
+    for is_late, _, t, (p, q) in order:
         base = tile_address(Q, p, q, CORE_BASE + desc_addr(S, t), bits)
         words = descriptor_writes(base, encode(**pes[(p, q)]["descs"][t]))
         out += words
         settable += [addr != base for addr, _ in words]
-    return out, settable
+        late += [is_late] * len(words)
+    return out, settable, late
 
 
 def _commit_indices(cfg, plan, writes, bits):
@@ -124,11 +139,21 @@ def _assemble(cfg, name, plan, loads, adapters, out_edge, link_words, sram_neede
     _check_sram(cfg, name, sram_needed, sram_limit)
     bits = mesh_tile_addr_bits(cfg.sram_words, cfg.num_tasks)
     plan["ramp2"] = {pq: pe.ramp2_colors(info["descs"]) for pq, info in plan["pes"].items()}
-    routes, loads = _route_writes(cfg, plan, bits), _sram_writes(cfg, loads, bits)
-    descs, desc_settable = _desc_writes(cfg, plan, bits)
+    host_colors = {c for reg, vals in adapters if reg == "W_COLOR" for c in vals}
+    host_colors |= {c for c, _ in plan.get("west_in", {}).values()}
+    routes, late_routes = _route_writes(cfg, plan, bits, host_colors)
+    loads = _sram_writes(cfg, loads, bits)
+    descs, desc_settable, late = _desc_writes(cfg, plan, bits, host_colors)
+    early = late.index(True) if True in late else len(late)
     base = adapter_base()
-    adapter = [(base + ADAPTER[reg] + i, int(v)) for reg, vals in adapters for i, v in enumerate(vals)]
-    writes = routes + loads + descs + adapter
-    settable = [True] * len(routes) + [False] * len(loads) + desc_settable + [False] * len(adapter)
+    adapter, late_adapter = [], []      # a gradient link's count is read when its words come
+    for reg, vals in adapters:
+        (late_adapter if reg == "G_COUNT" else adapter).extend(
+            (base + ADAPTER[reg] + i, int(v)) for i, v in enumerate(vals))
+    writes = routes + loads + descs[:early] + adapter + late_routes + late_adapter + descs[early:]
+    settable = ([True] * len(routes) + [False] * len(loads) + desc_settable[:early] + [False] * len(adapter)
+                + [True] * len(late_routes) + [False] * len(late_adapter) + desc_settable[early:])
+    go_after = len(routes) + len(loads) + early + len(adapter)
+    late = [False] * go_after + [True] * (len(writes) - go_after)
     plan["commits"] = _commit_indices(cfg, plan, writes, bits)
-    return WaferPhase(name, writes, plan, out_edge, link_words, settable=settable)
+    return WaferPhase(name, writes, plan, out_edge, link_words, settable=settable, late=late)

@@ -7,7 +7,10 @@ backward-weight in one pass, a DRAM fill, no RAMP-port contention), this follows
 compiler (``compiler/wafer/``) and the bench actually run, phase by phase. Two levels:
 
 * **Configuration** (every phase): the configuration player writes one word per cycle after one
-  idle cycle following ``start`` (:data:`PLAYER_START_CYCLES`): ``writes + 1`` cycles.
+  idle cycle following ``start`` (:data:`PLAYER_START_CYCLES`); the run starts once the writes
+  before ``go`` are written (``go_after`` of them: ``go_after + 1`` cycles), the late ones
+  (descriptors that take nothing the host sends, ``compiler.wafer.WaferPhase.late``) are written
+  while it runs.
 * **Run, closed formula without contention** (``forward_run_cycles``, ``backward_data_run_cycles``,
   ``backward_weight_run_cycles``): the weight players (one per mesh column, each on its own
   SwarmX tree) start one cycle after ``go`` and stream their column's ``M*|K_q|`` words at one
@@ -227,28 +230,34 @@ def backward_weight_run_cycles(m, k, hw, *, lanes=False):
     return max(best, 1)
 
 
-def simulated_run_cycles(kind, plan, m, k, hw, *, writes=0, last=False):
+def simulated_run_cycles(kind, plan, m, k, hw, *, writes=0, go_after=None, last=False):
     """Exact run cycles (no stalls) of a phase of ``kind`` (``"forward"``, ``"backward-data"``,
     ``"backward-weight"``) of an ``m x k`` layer from the compiler's ``plan``, by the closed-loop
-    cycle simulation. ``writes``: the phase's configuration words (backward-weight descriptors act
-    as they commit: write ``plan["commits"][(p, q)][t]``; so do those of a forward or
-    backward-data phase with a VEC that waits on nothing, which starts at its commit, during the
-    configuration: :func:`_starts_at_commit`); ``last``: the logits layer (results out of the
-    east edge)."""
+    cycle simulation. ``writes``: the phase's configuration words, of which the first ``go_after``
+    (default all) come before ``go`` and the others while the phase runs
+    (``compiler.wafer.WaferPhase.late``): descriptors act as they commit, write
+    ``plan["commits"][(p, q)][t]``, where that matters: backward-weight's start during the
+    configuration, and so do those of a forward or backward-data phase with a VEC that waits on
+    nothing (:func:`_starts_at_commit`) or with writes after ``go``; the run ends no earlier than
+    the last write. ``last``: the logits layer (results out of the east edge)."""
     _check_layer(m, k, hw)
     P, Q, L = hw.mesh_rows, hw.mesh_cols, hw.lanes
+    go_after = writes if go_after is None else go_after
+    if not 0 <= go_after <= writes:
+        raise ValueError(f"{kind}: go_after={go_after} must be in 0..writes={writes}")
     per_link = {q: m * kq for q, kq in enumerate(_split_sizes(k, Q))}
     common = dict(rows=P, cols=Q, lanes=L, sram_banks=hw.sram_banks, num_colors=hw.num_colors,
                   vc_depth=hw.vc_depth, mul_stages=hw.mul_stages, add_stages=hw.add_stages)
+    # Cycles count so that write ``i`` transfers in cycle ``i - 1`` (what it commits acts from
+    # cycle ``i``); ``go`` comes GO_CYCLES after write ``go_after - 1`` (cycle ``go_after - 2``),
+    # and the players' ``busy`` falls in the cycle after the last write (``writes - 1``).
+    go = go_after - 2 + GO_CYCLES
     if kind == "backward-weight":
-        # Cycles count so that write ``i`` transfers in cycle ``i - 1`` (what it commits acts
-        # from cycle ``i``); ``go`` comes GO_CYCLES after the last write (cycle ``writes - 2``).
-        go = writes - 2 + GO_CYCLES
         done = simulate_phase(plan, grads=per_link, commits=plan["commits"],
                               west_in=plan.get("west_in"),
                               west_first=go + PLAYER_START_CYCLES + 1, **common)
         # ``done`` needs ``go`` low: at least one run cycle even if the words were all in before.
-        return max(done + hw.swarmx.reduce_latency + RECORDER_COUNT_CYCLES - go, 1)
+        return max(done + hw.swarmx.reduce_latency + RECORDER_COUNT_CYCLES, writes - 1, go + 1) - go
     if kind == "forward":
         edge = (Q - 1, "E") if (last or Q == 1) else (0, "W")
         sinks = {(p, *edge): m * L for p in range(P)}
@@ -258,20 +267,22 @@ def simulated_run_cycles(kind, plan, m, k, hw, *, writes=0, last=False):
         sinks.update({(p, Q - 1, "E"): sum(sizes[h:]) * L for p in range(P) if h < Q})
     else:
         raise ValueError(f"unknown phase kind {kind!r}")
-    # Without a VEC that starts at its commit nothing happens before ``go``: cycle 0 is ``go``.
-    # With one, the cycles count from the configuration's first write as for backward-weight.
-    go, commits = 0, None
-    if _starts_at_commit(plan):
+    # Without a VEC that starts at its commit or a write after ``go`` nothing happens before
+    # ``go``: cycle 0 is ``go``.
+    commits = None
+    if _starts_at_commit(plan) or go_after < writes:
         if writes < 1:
             raise ValueError(f"{kind}: a VEC starts at its commit, so the run depends on when: "
                              f"give the phase's configuration words (writes)")
-        go, commits = writes - 2 + GO_CYCLES, plan["commits"]
+        commits = plan["commits"]
+    else:
+        go = 0
     done = simulate_phase(plan, streams=per_link, weight_color=_COLOR_W,
                           first=go + PLAYER_START_CYCLES + 1 + hw.swarmx.broadcast_latency,
                           sinks=sinks, commits=commits,
                           west_in=plan.get("west_in"), west_first=go + PLAYER_START_CYCLES + 1,
                           **common)
-    return done + RECORDER_COUNT_CYCLES - go
+    return max(done + RECORDER_COUNT_CYCLES, writes - 1 if commits else 0) - go
 
 
 def _starts_at_commit(plan):
@@ -284,8 +295,9 @@ def _starts_at_commit(plan):
 def step_schedule(dims, hw, phases):
     """Every phase of one step in the bench's order (forward by layer, then from the last layer:
     backward-data (layers > 0), backward-weight) as :class:`PhaseCycles`. ``phases`` maps
-    ``(phase, layer)`` to ``(writes, plan)``: the compiler's configuration words per wafer and its
-    plan (descriptors and routes) for that phase."""
+    ``(phase, layer)`` to ``(writes, go_after, plan)``: the compiler's configuration words per
+    wafer, how many of them come before ``go``, and its plan (descriptors and routes) for that
+    phase."""
     dims = [int(d) for d in dims]
     if len(dims) < 2 or min(dims) < 1:
         raise ValueError(f"dims must list >= 2 positive layer sizes, got {dims}")
@@ -296,16 +308,17 @@ def step_schedule(dims, hw, phases):
         key = (phase, layer)
         if key not in phases:
             raise ValueError(f"phases has no entry for {key}")
-        writes, plan = phases[key]
+        writes, go_after, plan = phases[key]
         m, k = dims[layer + 1], dims[layer]
-        run = simulated_run_cycles(phase, plan, m, k, hw, writes=writes, last=layer == n - 1)
-        out.append(PhaseCycles(phase, layer, config_cycles(writes), run, formula))
+        run = simulated_run_cycles(phase, plan, m, k, hw, writes=writes, go_after=go_after,
+                                   last=layer == n - 1)
+        out.append(PhaseCycles(phase, layer, config_cycles(go_after), run, formula))
 
     for l in range(n):
         add("forward", l, forward_run_cycles(dims[l + 1], dims[l], hw, last=l == n - 1))
     for l in range(n - 1, -1, -1):
         if l > 0:
             add("backward-data", l, backward_data_run_cycles(dims[l + 1], dims[l], hw))
-        lanes = phases.get(("backward-weight", l), (0, {}))[1].get("dw") == "lanes"
+        lanes = phases.get(("backward-weight", l), (0, 0, {}))[2].get("dw") == "lanes"
         add("backward-weight", l, backward_weight_run_cycles(dims[l + 1], dims[l], hw, lanes=lanes))
     return out

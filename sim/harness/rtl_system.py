@@ -10,14 +10,17 @@ per-cycle path.
     System.west_out[n][p] --> west_rec<n>_<p>  System.east_out[n][p] --> east_rec<n>_<p>
 
 A phase is two pulses: ``start`` clears the recorders and starts the configuration players
-(``cfg_count`` writes each, all wafers the same count); when ``cfg_done`` is high, ``go`` starts
-the broadcast players (``bcast_count[q]`` words on weight link ``q``) and the west players
-(``west_in_count`` wavelets each, the host's input at the west edge of every mesh row); ``done``
-(registered) rises after ``go``, when every player has finished, ``root_rec<q>`` holds ``root_count[q]``
+(``cfg_count`` writes each, all wafers the same count); ``cfg_done`` rises (registered) when the
+first ``go_count`` of them are written (0 or ``go_count >= cfg_count``: all; the others are
+written while the phase runs); when it is high, ``go`` starts the broadcast players
+(``bcast_count[q]`` words on weight link ``q``) and the west players (``west_in_count``
+wavelets each, the host's input at the west edge of every mesh row); ``done`` (registered)
+rises after ``go``, when every player has finished, ``root_rec<q>`` holds ``root_count[q]``
 words, every west / east recorder holds ``west_count`` / ``east_count`` and no PE is ``busy``
-(every run has ended: what the phase keeps in SRAM is written). ``cfg_cycles``:
-cycles from ``start`` until the configuration players finished; ``run_cycles``: cycles from
-``go`` until ``done``'s condition first held.
+(every run has ended: what the phase keeps in SRAM is written) and every configuration write is
+written. ``cfg_cycles``: cycles from ``start`` until the configuration players wrote their first
+``go_count`` words (or finished); ``run_cycles``: cycles from ``go`` until ``done``'s condition
+first held.
 ``overflow`` (a recorder overflowed), ``error`` (SwarmX last mismatch or a router error),
 ``fault`` (a PE core fault). ``stall`` (0..255): LFSR stalls at the weight and west players and
 the recorders.
@@ -59,7 +62,7 @@ class RtlSystemHarness(wiring.Component):
         self._cfg = cfg
         self._depths = cfg_depth, bcast_depth, root_depth, edge_depth, west_in_depth
         super().__init__({
-            "start": In(1), "go": In(1), "auto_go": In(1), "cfg_count": In(32),
+            "start": In(1), "go": In(1), "auto_go": In(1), "cfg_count": In(32), "go_count": In(32),
             "bcast_count": In(32).array(cfg.mesh_cols), "west_in_count": In(32),
             "root_count": In(32).array(cfg.mesh_cols), "west_count": In(32), "east_count": In(32),
             "stall": In(8),
@@ -82,6 +85,7 @@ class RtlSystemHarness(wiring.Component):
         with m.Elif(go):
             m.d.sync += armed.eq(0)
         cfg_busy, play_busy, complete, overflow = 0, 0, 1, 0
+        written = Signal(32)            # configuration words written since start (every player's)
         recorders = []
         first, last = None, None
         for q in range(Q):
@@ -108,6 +112,11 @@ class RtlSystemHarness(wiring.Component):
                          cp.o.ready.eq(1), bus.addr.eq(cp.o.payload.addr),
                          bus.wdata.eq(cp.o.payload.data), bus.we.eq(cp.o.valid)]
             cfg_busy = cfg_busy | cp.busy
+            if i == 0:
+                with m.If(self.start):
+                    m.d.sync += written.eq(0)
+                with m.Elif(cp.o.valid):
+                    m.d.sync += written.eq(written + 1)
             for p in range(P):
                 wp = StreamPlayer(Wavelet, west_in_depth, seed=0x201 + 17 * i + 5 * p)
                 m.submodules[f"west_player{i}_{p}"] = wp
@@ -124,15 +133,16 @@ class RtlSystemHarness(wiring.Component):
         for rec in recorders:
             m.d.comb += [rec.start.eq(self.start), rec.stall.eq(self.stall)]
 
-        cfg_finished = Signal()
-        m.d.comb += cfg_finished.eq(~cfg_busy & ~self.start)
+        cfg_finished, cfg_go = Signal(), Signal()
+        m.d.comb += [cfg_finished.eq(~cfg_busy & ~self.start),
+                     cfg_go.eq(cfg_finished | (~self.start & (self.go_count != 0) & (written >= self.go_count)))]
         finished = Signal()
         m.d.comb += finished.eq(cfg_finished & ~armed & ~play_busy & ~go & complete & ~system.busy)
-        m.d.sync += [self.cfg_done.eq(cfg_finished), self.done.eq(finished),
+        m.d.sync += [self.cfg_done.eq(cfg_go), self.done.eq(finished),
                      self.overflow.eq(overflow)]
         with m.If(self.start):
             m.d.sync += self.cfg_cycles.eq(0)
-        with m.Elif(cfg_busy):
+        with m.Elif(~cfg_go):
             m.d.sync += self.cfg_cycles.eq(self.cfg_cycles + 1)
         with m.If(go):
             m.d.sync += self.run_cycles.eq(1)

@@ -11,7 +11,7 @@ is high), so its cycle counts equal those of the cocotb bench.
 
 Plusarg: ``+data=<dir>`` (the files below). Commands, one line each on standard input, read after
 reset and after every phase (the simulation waits for the line):
-``1 cfg_count west_in_count west_count east_count stall budget bcast_count<q>... root_count<q>...``
+``1 cfg_count go_count west_in_count west_count east_count stall budget bcast_count<q>... root_count<q>...``
 (decimal; ``q`` a mesh column; the counts as the harness ports; ``budget``: cycles after the
 command before the phase is given up) runs a phase; ``0`` (or the end of the input) ends the run.
 
@@ -34,13 +34,13 @@ STATUS_FIELDS = ("cfg_cycles", "run_cycles", "bcast_first", "bcast_last", "fault
 END_COMMAND = "0\n"
 RESET_CYCLES = 2
 _STDIN = "32'h8000_0000"
-_COUNTS = ("cfg_count", "west_in_count", "west_count", "east_count", "stall", "budget")
+_COUNTS = ("cfg_count", "go_count", "west_in_count", "west_count", "east_count", "stall", "budget")
 
 
-def phase_command(*, cfg_count, west_in_count, west_count, east_count, stall, budget, bcast_counts,
+def phase_command(*, cfg_count, go_count, west_in_count, west_count, east_count, stall, budget, bcast_counts,
                   root_counts):
     """The command line of one phase (``bcast_counts`` / ``root_counts``: one per mesh column)."""
-    values = [cfg_count, west_in_count, west_count, east_count, stall, budget, *bcast_counts, *root_counts]
+    values = [cfg_count, go_count, west_in_count, west_count, east_count, stall, budget, *bcast_counts, *root_counts]
     if any(int(v) < 0 for v in values):
         raise ValueError(f"phase command with a negative count: {values}")
     return "1 " + " ".join(str(int(v)) for v in values) + "\n"
@@ -57,7 +57,7 @@ def system_tb_text(dut, systems, rows, cols):
         "`timescale 1ns/1ps",
         "module system_tb;",
         "  reg clk = 0; reg rst = 1; reg start = 0; reg go = 0;",
-        "  reg [31:0] cfg_count = 0, west_in_count = 0, west_count = 0, east_count = 0;",
+        "  reg [31:0] cfg_count = 0, go_count = 0, west_in_count = 0, west_count = 0, east_count = 0;",
         "  reg [31:0] " + ", ".join(f"{reg} = 0" for _, _, reg in links) + ";",
         "  reg [7:0] stall = 0;",
         "  wire cfg_done, done, overflow, error, fault;",
@@ -67,7 +67,7 @@ def system_tb_text(dut, systems, rows, cols):
         "  integer " + ", ".join(f"c_{reg}" for reg in regs) + ";",
         "  always #5 clk = ~clk;",
         f"  {dut} dut (.clk(clk), .rst(rst), .start(start), .go(go), .auto_go(1'b1),",
-        "    .cfg_count(cfg_count), .west_in_count(west_in_count),",
+        "    .cfg_count(cfg_count), .go_count(go_count), .west_in_count(west_in_count),",
         "    " + " ".join(f".{port}__{q}({reg})," for port, q, reg in links),
         "    .west_count(west_count), .east_count(east_count), .stall(stall),",
         "    .cfg_done(cfg_done), .done(done), .overflow(overflow), .error(error), .fault(fault),",

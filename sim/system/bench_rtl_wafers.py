@@ -80,6 +80,7 @@ async def _phase(dut, req, cfg):
         for p, words in enumerate(rows_in):
             load_words(getattr(dut, f"west_player{i}_{p}").mem, words)
     dut.cfg_count.value = len(req.writes[0])
+    dut.go_count.value = req.go_count
     dut.west_in_count.value = req.west_in_count
     dut.west_count.value = req.west
     dut.east_count.value = req.east
@@ -116,7 +117,7 @@ async def train(dut):
     out_dir.mkdir(parents=True, exist_ok=True)
     data = np.load(out_dir / DATA_FILE)
     dut.stall.value = run.stall
-    for name in ("start", "go", "auto_go", "cfg_count", "west_in_count", "west_count", "east_count"):
+    for name in ("start", "go", "auto_go", "cfg_count", "go_count", "west_in_count", "west_count", "east_count"):
         getattr(dut, name).value = 0
     for q in range(cfg.mesh_cols):
         getattr(dut, f"bcast_count__{q}").value = 0

@@ -171,8 +171,9 @@ def run_layer(cfg, m, k, *, work, simulator=None, seed=0, log=None):
         for kind, rows, phase, request, check in phases:
             res = runner(request)
             check(res)
-            model_config = config_cycles(len(phase.writes))
-            model_run = simulated_run_cycles(kind, phase.plan, rows, k, hw, writes=len(phase.writes))
+            model_config = config_cycles(phase.go_after)
+            model_run = simulated_run_cycles(kind, phase.plan, rows, k, hw, writes=len(phase.writes),
+                                             go_after=phase.go_after)
             where = f"{request.what} ({m}x{k} on {P}x{Q})"
             assert (res.cfg_cycles, res.run_cycles) == (model_config, model_run), \
                 f"{where}: RTL {res.cfg_cycles} + {res.run_cycles} cycles, model {model_config} + {model_run}"

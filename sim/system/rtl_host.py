@@ -112,7 +112,7 @@ class PhaseRunner:
         if self._session is None:
             self._session = self.tb.session([f"+data={self.work}"], cwd=self.work)
         self._session.send(phase_command(
-            cfg_count=cfg_count, west_in_count=req.west_in_count, west_count=req.west,
+            cfg_count=cfg_count, go_count=req.go_count, west_in_count=req.west_in_count, west_count=req.west,
             east_count=req.east, stall=self.stall, budget=budget,
             bcast_counts=[len(words) for words in req.streams], root_counts=req.roots))
         st = dict(zip(STATUS_FIELDS, map(int, self._session.read_until(STATUS_PREFIX).split()[1:]),

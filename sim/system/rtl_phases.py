@@ -34,13 +34,14 @@ __all__ = ["PhaseRequest", "PhaseResult", "PhaseRecord", "Wafers", "forward", "b
 
 @dataclass
 class PhaseRequest:
-    """One phase: ``writes[i]`` = wafer i's configuration writes ``[(addr, value)]`` (all the
-    same length), ``streams[q]`` the tagged weight words to broadcast on link q (uint64, one
-    array per mesh column, empty ones for none), ``west_in[i][p]`` the wavelets the host sends
-    into row p of wafer i at the west edge (all the same length; empty: none), ``roots[q]`` the
-    words root recorder q must receive (one count per mesh column), ``west`` / ``east`` the words
-    every west / east edge recorder must receive; ``what`` names the phase in messages.
-    :meth:`of` builds one from compiled phases."""
+    """One phase: ``writes[i]`` = wafer i's configuration writes ``[(addr, value)]`` (all the same length),
+    ``go_after`` how many of them come before ``go`` (None: all; the others are written while the
+    phase runs, ``compiler.wafer.WaferPhase.late``), ``streams[q]`` the tagged weight words to
+    broadcast on link q (uint64, one array per mesh column, empty ones for none), ``west_in[i][p]``
+    the wavelets the host sends into row p of wafer i at the west edge (all the same length; empty:
+    none), ``roots[q]`` the words root recorder q must receive (one count per mesh column), ``west``
+    / ``east`` the words every west / east edge recorder must receive; ``what`` names the phase in
+    messages. :meth:`of` builds one from compiled phases."""
     what: str
     writes: list
     streams: list = field(default_factory=list)
@@ -48,19 +49,25 @@ class PhaseRequest:
     roots: list = field(default_factory=list)
     west: int = 0
     east: int = 0
+    go_after: int | None = None
 
     @classmethod
     def of(cls, what, progs, streams=(), roots=(), **counts):
         """The request of ``progs``, one :class:`compiler.wafer.WaferPhase` per wafer (the same
         write count each); ``streams`` / ``roots`` per mesh column (none given: empty, zero)."""
-        counts_w = {len(ph.writes) for ph in progs}
+        counts_w = {(len(ph.writes), ph.go_after) for ph in progs}
         assert len(counts_w) == 1, f"{what}: wafers got different write counts {counts_w}"
         links = len(progs[0].plan["k_slices"])
         rows = len(progs[0].west_in)
         west_in = [[ph.west_in[p] for p in range(rows)] for ph in progs] if rows else []
         return cls(what=what, writes=[ph.writes for ph in progs],
                    streams=list(streams) or [np.zeros(0, np.uint64)] * links,
-                   west_in=west_in, roots=list(roots) or [0] * links, **counts)
+                   west_in=west_in, roots=list(roots) or [0] * links, go_after=progs[0].go_after, **counts)
+
+    @property
+    def go_count(self):
+        """The configuration words before ``go``."""
+        return len(self.writes[0]) if self.go_after is None else self.go_after
 
     @property
     def has_weights(self):
@@ -92,11 +99,13 @@ class PhaseResult:
 class PhaseRecord:
     """A phase that ran: ``phase`` (``"forward"``, ``"backward-data"``, ``"backward-weight"``),
     ``layer``, its :class:`PhaseResult` and, for the timing model, ``writes`` (the configuration
-    words per wafer) and ``plan`` (the compiler's plan of wafer 0)."""
+    words per wafer), ``go_after`` (those before ``go``) and ``plan`` (the compiler's plan of
+    wafer 0)."""
     phase: str
     layer: int
     result: PhaseResult
     writes: int
+    go_after: int
     plan: dict
 
 
@@ -136,7 +145,7 @@ class Wafers:
 
 
 def _record(kind, l, res, progs):
-    return PhaseRecord(kind, l, res, len(progs[0].writes), progs[0].plan)
+    return PhaseRecord(kind, l, res, len(progs[0].writes), progs[0].go_after, progs[0].plan)
 
 
 def forward(wafers, l, w16):

@@ -136,15 +136,17 @@ def training(run, cfg: Config, data, *, log=print):
         ref = golden.step(x, labels)
         loss = float(np.mean(losses))
         _check_bits(step, mx, golden, names, loss, ref.loss)
-        key = tuple((r.phase, r.layer, r.writes) for r in phases)
+        key = tuple((r.phase, r.layer, r.writes, r.go_after) for r in phases)
         if key not in schedules:
-            schedules[key] = step_schedule(dims, hw, {(r.phase, r.layer): (r.writes, r.plan) for r in phases})
+            schedules[key] = step_schedule(dims, hw, {(r.phase, r.layer): (r.writes, r.go_after, r.plan)
+                                                      for r in phases})
         model = schedules[key]
         _check_cycles(step, phases, model, dims, stall=run.stall)
         step_cycles = sum(r.result.cfg_cycles + r.result.run_cycles for r in phases)
         sim_cycles += step_cycles
         record = {"step": step + 1, "loss": loss, "cycles": step_cycles,
                   "phases": [{"phase": r.phase, "layer": r.layer, "config_writes": r.writes,
+                              "writes_before_go": r.go_after,
                               "config_cycles": r.result.cfg_cycles, "run_cycles": r.result.run_cycles,
                               "stream_cycles": r.result.stream_cycles,
                               "model_config_cycles": mp.config, "model_run_cycles": mp.run,

@@ -1,5 +1,6 @@
 """compiler/multicast.py: a phase written through TILE_MASK leaves every tile configured as the
-plain writes would, with fewer writes, commits in their order and TILE_MASK 0 at the end."""
+plain writes would, before ``go`` and at the end, with fewer writes, commits in their order and
+TILE_MASK 0 at the end."""
 
 import numpy as np
 
@@ -56,6 +57,9 @@ def test_multicast_configures_the_tiles_as_the_plain_writes():
             plain = state.program(phase)
             mc = multicast(CFG, plain)
             assert dict(_delivered(mc.writes)) == dict(_delivered(plain.writes))
+            # Each part on its own: what is written before ``go`` is what the plain writes set then.
+            assert mc.late == [False] * mc.go_after + [True] * (len(mc.writes) - mc.go_after)
+            assert dict(_delivered(mc.writes[:mc.go_after])) == dict(_delivered(plain.writes[:plain.go_after]))
             assert [v for a, v in mc.writes if a == MASK][-1:] in ([], [0]), "TILE_MASK left set"
             # Commits: the same writes reach each tile, in the same order.
             for pq, commits in mc.plan["commits"].items():

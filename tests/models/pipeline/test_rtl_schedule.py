@@ -155,7 +155,7 @@ def test_backward_data_mask_store_wait_is_hidden_by_the_next_fetch():
 
 
 def test_step_schedule_default_network():
-    """64-32-10 on N = 2 wafers of 2 x 2: order, configuration = writes + 1, every phase at
+    """64-32-10 on N = 2 wafers of 2 x 2: order, configuration = writes before ``go`` + 1, every phase at
     least its formula (backward-data: its hand-worked 177, exactly: column 0's MASK words leave
     by the west edge, column 1's by the east, neither waits for the other's)."""
     dims = [64, 32, 10]
@@ -165,13 +165,24 @@ def test_step_schedule_default_network():
     phases = {}
     for kind, l in order:
         ph = _compiled(2, 2, kind, dims[l + 1], dims[l], last=l == 1)
-        phases[(kind, l)] = (len(ph.writes), ph.plan)
+        phases[(kind, l)] = (len(ph.writes), ph.go_after, ph.plan)
     out = rs.step_schedule(dims, hw, phases)
     assert [(p.phase, p.layer) for p in out] == order
-    assert [p.config for p in out] == [phases[key][0] + 1 for key in order]
+    assert [p.config for p in out] == [phases[key][1] + 1 for key in order]
     assert out[2].run_formula == 177 == out[2].run
     assert all(p.run >= p.run_formula for p in out)
     assert out[0].run_formula == rs.forward_run_cycles(32, 64, hw)
+    # The writes after ``go`` come before the run needs them: a forward or backward-data run takes
+    # as long as with every write before ``go`` (backward-weight, which starts at its commits, no
+    # longer in all), and every phase has some.
+    for (kind, l), p in zip(order, out):
+        writes, go_after, plan = phases[(kind, l)]
+        assert go_after < writes, (kind, l)
+        before = rs.simulated_run_cycles(kind, plan, dims[l + 1], dims[l], hw, writes=writes, last=l == 1)
+        if kind == "backward-weight":
+            assert p.config + p.run <= rs.config_cycles(writes) + before, (kind, l)
+        else:
+            assert p.run == before, (kind, l)
     with pytest.raises(ValueError, match="no entry"):
         rs.step_schedule(dims, hw, {key: v for key, v in phases.items() if key != order[-1]})
 

@@ -16,7 +16,8 @@ def _check_rtl_results(results, run):
                         for k in ([("backward-data", l)] if l else []) + [("backward-weight", l)]])
     for s in results["steps"]:
         for p in s["phases"]:
-            assert p["config_cycles"] == p["config_writes"] + 1 == p["model_config_cycles"]
+            assert p["config_cycles"] == p["writes_before_go"] + 1 == p["model_config_cycles"]
+            assert 0 < p["writes_before_go"] <= p["config_writes"]
             assert p["model_run_cycles"] >= p["model_run_formula"] > 0
             assert 0 < p["lane_utilization"] <= 1, p      # the layer's MACs fit in its run
             if run.stall == 0:

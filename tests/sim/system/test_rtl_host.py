@@ -31,7 +31,7 @@ def test_default_system_under_verilator(tmp_path, stall, check_rtl_results):
     assert results["simulated_pe_tiles"] == 2 * 2 * 2
     assert results["pe_cycles_per_cpu_second"] == 8 * results["simulator_cycles"] / results["simulator_cpu_seconds"]
     if stall == 0:
-        assert [s["cycles"] for s in results["steps"]] == [3370, 3072]
+        assert [s["cycles"] for s in results["steps"]] == [3239, 2968]
 
 
 @pytest.mark.slow
