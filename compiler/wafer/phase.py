@@ -38,9 +38,9 @@ class WaferPhase:
     word 0), so a host that knows the register holds the value may leave it out
     (:class:`compiler.config_state.ConfigState`); SRAM loads, ``STOP``, commits and adapter
     registers are always written. ``late[i]``: write ``i`` may come after ``go`` (the late writes
-    are the last ones, :attr:`go_after`): it sets or commits a descriptor that takes no word the
-    host sends (a VEC, a STORE of what other PEs send), which the run needs only once the words it
-    waits for exist (:func:`compiler.wafer.writes._desc_writes`)."""
+    are the last ones, :attr:`go_after`): a route of a color the host does not send, a gradient
+    link's count, or a word of a descriptor that takes nothing the host sends (a VEC, a STORE of
+    what other PEs send); the run needs them only once those PEs send (:mod:`compiler.wafer.writes`)."""
     name: str
     writes: list = field(default_factory=list)
     plan: dict = field(default_factory=dict)
