@@ -1,7 +1,7 @@
 """Per-layer benchmark of the RTL wafer (docs/system_simulation.md#per-layer-benchmark): one
 ``M x K`` layer with a batch of ``P * lanes`` on ``N = cfg.swarmx_leaves`` wafers of ``P x Q``
 tiles behind SwarmX, in forward, backward-data and backward-weight. Each phase is configured in
-full (every input loaded, every register written) and runs on the system testbench
+full (every input loaded, every register written, all before ``go``) and runs on the system testbench
 (:class:`sim.system.rtl_host.PhaseRunner`, one process, Verilator or Icarus), is checked
 bit for bit against ``models.pipeline.kernels`` (SwarmX's sum: ``models.numerics.tree_sum``) and
 cycle for cycle against ``models.pipeline.rtl_schedule`` (configuration and run equal to the
@@ -15,6 +15,8 @@ block that fits allows, their sizes differing by at most one row), each block a 
 (its own configuration and weight rows); the records sum the blocks.
 Backward-data sums over M and runs whole.
 """
+
+import dataclasses
 
 import numpy as np
 
@@ -89,8 +91,10 @@ def _starts(blocks):
 
 
 def _request(cfg, what, phase, streams=(), **counts):
-    """Every wafer runs the same compiled phase."""
-    return PhaseRequest.of(what, [phase] * cfg.swarmx_leaves, streams, **counts)
+    """Every wafer runs the same compiled phase, every write before ``go`` (none under the run:
+    the run's lane utilization is the figure, the configuration is reported apart)."""
+    return dataclasses.replace(PhaseRequest.of(what, [phase] * cfg.swarmx_leaves, streams, **counts),
+                               go_after=None)
 
 
 def _phases(cfg, m, k, w16, x16, dz16, blocks):
@@ -171,9 +175,9 @@ def run_layer(cfg, m, k, *, work, simulator=None, seed=0, log=None):
         for kind, rows, phase, request, check in phases:
             res = runner(request)
             check(res)
-            model_config = config_cycles(phase.go_after)
+            model_config = config_cycles(request.go_count)
             model_run = simulated_run_cycles(kind, phase.plan, rows, k, hw, writes=len(phase.writes),
-                                             go_after=phase.go_after)
+                                             go_after=request.go_count)
             where = f"{request.what} ({m}x{k} on {P}x{Q})"
             assert (res.cfg_cycles, res.run_cycles) == (model_config, model_run), \
                 f"{where}: RTL {res.cfg_cycles} + {res.run_cycles} cycles, model {model_config} + {model_run}"
