@@ -9,7 +9,7 @@ compiler (``compiler/wafer/``) and the bench actually run, phase by phase. Two l
 * **Configuration** (every phase): the configuration player writes one word per cycle after one
   idle cycle following ``start`` (:data:`PLAYER_START_CYCLES`); the run starts once the writes
   before ``go`` are written (``go_after`` of them: ``go_after + 1`` cycles), the late ones
-  (descriptors that take nothing the host sends, ``compiler.wafer.WaferPhase.late``) are written
+  (what the run needs only once the PEs send: ``compiler.wafer.WaferPhase.late``) are written
   while it runs.
 * **Run, closed formula without contention** (``forward_run_cycles``, ``backward_data_run_cycles``,
   ``backward_weight_run_cycles``): the weight players (one per mesh column, each on its own
@@ -233,13 +233,13 @@ def backward_weight_run_cycles(m, k, hw, *, lanes=False):
 def simulated_run_cycles(kind, plan, m, k, hw, *, writes=0, go_after=None, last=False):
     """Exact run cycles (no stalls) of a phase of ``kind`` (``"forward"``, ``"backward-data"``,
     ``"backward-weight"``) of an ``m x k`` layer from the compiler's ``plan``, by the closed-loop
-    cycle simulation. ``writes``: the phase's configuration words, of which the first ``go_after``
-    (default all) come before ``go`` and the others while the phase runs
-    (``compiler.wafer.WaferPhase.late``): descriptors act as they commit, write
-    ``plan["commits"][(p, q)][t]``, where that matters: backward-weight's start during the
-    configuration, and so do those of a forward or backward-data phase with a VEC that waits on
-    nothing (:func:`_starts_at_commit`) or with writes after ``go``; the run ends no earlier than
-    the last write. ``last``: the logits layer (results out of the east edge)."""
+    cycle simulation. ``writes``: the phase's configuration words, the first ``go_after`` of them
+    (default all) before ``go``, the others written while it runs
+    (``compiler.wafer.WaferPhase.late``). Where it matters (backward-weight, which starts during
+    its configuration; a forward or backward-data phase with a VEC that waits on nothing,
+    :func:`_starts_at_commit`, or with writes after ``go``) each descriptor acts from its commit,
+    write ``plan["commits"][(p, q)][t]``, and the run ends no earlier than the last write.
+    ``last``: the logits layer (results out of the east edge)."""
     _check_layer(m, k, hw)
     P, Q, L = hw.mesh_rows, hw.mesh_cols, hw.lanes
     go_after = writes if go_after is None else go_after
