@@ -58,9 +58,12 @@ def input_stream_columns(cfg, dims):
     input, where a descriptor slot and a color are free (:func:`next_input_west_in`). Each column
     (``|K_q| * L`` wavelets per row) goes to the phase with the most room left under its run,
     counted as the words on its fullest weight link (``M * max |K_q|`` of the phase's layer;
-    ties: the earlier phase). Empty (one layer, or no room): the host loads the input batch
-    every step."""
+    ties: the earlier phase). Empty (one layer, no room, or a backward-weight of layer 0 as VEC
+    DOT, which reads this step's ``X`` at the home the next batch would overwrite before it runs:
+    :func:`dw_on_lanes`): the host loads the input batch every step."""
     n, T, Q, L = len(dims) - 1, cfg.num_tasks, cfg.mesh_cols, cfg.lanes
+    if not dw_on_lanes(cfg, dims[0]):
+        return {}
     room = {}
     for l in range(1, n):
         used = FORWARD_TASKS + 2 * _keeps_t(cfg, dims, l) + 2 * transposes_own_x(cfg, dims, l)

@@ -31,15 +31,17 @@ def test_activations_stay_where_the_next_phases_read_them():
     cfg = CFG.replace(sram_words=4096)
     dims, L, batch = (64, 24, 30, 10), cfg.lanes, 2 * cfg.lanes     # 24: 8 per column, on the lanes
     homes = activation_homes(cfg, dims)
-    top0 = 4096 - 22 * L                                              # the input batch (64 over 3)
-    top = top0 - 8 * L
-    assert homes == {0: (top0, None), 1: (top, top - 8 * L),          # 64 over 3: not on the lanes
+    top = 4096 - 8 * L
+    # 64 over 3 is not on the lanes: backward-weight 0 reads X itself, so the next input batch is
+    # not streamed over it and the input batch has no home (loaded every step).
+    assert homes == {0: (None, None), 1: (top, top - 8 * L),
                      2: (top - 8 * L - 10 * L, None)}                 # max |K_q|: 8, then 10
-    assert dw_on_lanes(cfg, 24) and not dw_on_lanes(cfg, 30)
-    # The next input batch: each column (88 or 84 wavelets per row) to the phase with the most
-    # room under its run (forward 1 and backward-data 1: 30 x 8 weight words per link; forward 2
-    # and backward-data 2: 10 x 10).
-    assert input_stream_columns(cfg, dims) == {("forward", 1): (0,), ("backward-data", 1): (1, 2)}
+    assert dw_on_lanes(cfg, 24) and not dw_on_lanes(cfg, 30) and not dw_on_lanes(cfg, 64)
+    assert input_stream_columns(cfg, dims) == {}
+    # With 72 inputs (24 per column, on the lanes) it is: each column (96 wavelets per row) to the
+    # phase with the most room under its run (forward 1 and backward-data 1: 30 x 8 weight words
+    # per link; forward 2 and backward-data 2: 10 x 10; ties: the earlier phase).
+    assert input_stream_columns(cfg, (72, *dims[1:])) == {("forward", 1): (0, 2), ("backward-data", 1): (1,)}
 
     def phase(kind, l, fn, **kw):
         return fn(cfg, m=dims[l + 1], k=dims[l], batch=batch, **kw, **resident_bases(cfg, dims, kind, l))
@@ -53,7 +55,7 @@ def test_activations_stay_where_the_next_phases_read_them():
     for pq, info in fwd0.plan["pes"].items():
         # Forward 1 keeps its own X transposed (a PASS that starts at its commit), so forward 0
         # keeps its outputs only as X of layer 1.
-        assert (info["x_base"], info["xn_base"], info["xn_t_base"]) == (homes[0][0], homes[1][0], None)
+        assert (info["xn_base"], info["xn_t_base"]) == (homes[1][0], None)
         assert 4 not in info["descs"] and 5 not in info["descs"]
         xt = fwd1.plan["pes"][pq]["descs"][6]                              # the transposed STORE
         assert (xt["dst_base"], xt["b_stride"]) == (homes[1][1], 8)
@@ -133,6 +135,29 @@ def test_next_input_streams_into_its_home():
         compile_backward_data(CFG, m=8, k=12, batch=batch, next_x16=x16)
     with pytest.raises(WaferCompileError, match=r"next X has shape \(10, 8\), expected \(11, 8\)"):
         compile_backward_data(CFG, m=8, k=12, batch=batch, next_input=nxt, next_x16=x16[:10])
+
+
+@pytest.mark.parametrize("mesh,dims", [((2, 2), (64, 32, 10)), ((2, 3), (64, 24, 10)), ((2, 3), (60, 24, 10)),
+                                       ((2, 2), (64, 48, 24, 10)), ((4, 4), (64, 16, 10))])
+def test_the_next_input_never_overwrites_an_x_the_step_still_reads(mesh, dims):
+    """Where a phase streams the next step's input batch into its home, no later phase of the step
+    reads this step's input there: backward-weight of layer 0 reads ``X^T`` (on the lanes), never
+    ``X`` at that home (as VEC DOT it would read the next batch: 2 x 3, 64 inputs, found by a
+    2 x 3 run of ``make sim``: no stream then, the input batch is loaded every step)."""
+    cfg = preset("system", mesh_rows=mesh[0], mesh_cols=mesh[1])
+    streams = input_stream_columns(cfg, dims)
+    order = [("forward", l) for l in range(len(dims) - 1)] + \
+            [(k, l) for l in range(len(dims) - 2, -1, -1) for k in ("backward-data", "backward-weight")
+             if k == "backward-weight" or l > 0]
+    homes = activation_homes(cfg, dims)
+    assert bool(streams) == (homes[0][0] is not None) == dw_on_lanes(cfg, dims[0]), (streams, homes)
+    for n, phase in enumerate(order):
+        if phase not in streams:
+            continue
+        home = resident_bases(cfg, dims, *phase)["next_input"]["home"]
+        for later in order[n + 1:]:
+            if later[1] == 0:
+                assert resident_bases(cfg, dims, *later)["x_home"] != home, (phase, later)
 
 
 def test_resident_x_errors():
